@@ -1,0 +1,45 @@
+//! The decoder of flat fields.
+
+use arrow_schema::DataType;
+use futures::future::BoxFuture;
+use tokio::sync::mpsc;
+
+use super::{DecodeTask, FieldDecoder, PageQueue};
+use crate::encodings::DataBlock;
+use crate::encodings::logical::primitive::block_to_array;
+use crate::error::Result;
+use crate::scheduler::{ReadContext, ScheduledPage};
+
+/// Decodes a flat field from the pages of its one column.
+pub struct PrimitiveFieldDecoder {
+    data_type: DataType,
+    pages: PageQueue,
+    location: std::sync::Arc<str>,
+}
+
+impl PrimitiveFieldDecoder {
+    /// A decoder of `data_type` values from the pages arriving on `receiver`.
+    pub fn new(data_type: DataType, receiver: mpsc::UnboundedReceiver<ScheduledPage>, context: ReadContext) -> Self {
+        let location = context.location.clone();
+        Self { data_type, pages: PageQueue::new(receiver, context), location }
+    }
+}
+
+impl FieldDecoder for PrimitiveFieldDecoder {
+    fn next_batch(&mut self, num_rows: u64) -> BoxFuture<'_, Result<DecodeTask>> {
+        Box::pin(async move {
+            let pieces = self.pages.next_rows(num_rows).await?;
+            let data_type = self.data_type.clone();
+            let location = self.location.clone();
+            let task: DecodeTask = Box::new(move || {
+                let decode = || {
+                    let blocks = pieces.iter().map(|p| p.decode()).collect::<Result<Vec<_>>>()?;
+                    let block = if blocks.is_empty() { DataBlock::AllNull { num_values: 0 } } else { DataBlock::concat(blocks)? };
+                    block_to_array(block, &data_type)
+                };
+                decode().map_err(|e| e.with_location(&location))
+            });
+            Ok(task)
+        })
+    }
+}

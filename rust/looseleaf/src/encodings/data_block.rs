@@ -1,0 +1,248 @@
+//! [`DataBlock`]: the type-agnostic in-memory form that physical encodings produce and consume.
+//!
+//! Physical encodings know nothing about Arrow data types: they turn bytes into blocks of
+//! fixed-width values, bits, or offsets + bytes, possibly with a validity bitmap. The logical
+//! layer ([`crate::encodings::logical`]) turns a block into an Arrow array of the requested
+//! type, and an array into a block when writing. Blocks share their buffers with the pages they
+//! came from whenever the layout allows it (no copy for a slice of one loaded range).
+
+use arrow_buffer::{BooleanBuffer, BooleanBufferBuilder, Buffer, MutableBuffer};
+
+use crate::error::{Result, ensure};
+
+/// Values decoded (or about to be encoded) by physical encodings.
+#[derive(Debug, Clone)]
+pub enum DataBlock {
+    /// Every value is null.
+    AllNull {
+        /// Number of values.
+        num_values: u64,
+    },
+    /// Values behind a validity bitmap (`true` = valid); null slots hold arbitrary values.
+    Nullable {
+        /// One bit per value.
+        validity: BooleanBuffer,
+        /// The values, including the null slots.
+        values: Box<DataBlock>,
+    },
+    /// One bit per value.
+    Boolean(BooleanBuffer),
+    /// Values of a fixed number of bytes, back to back.
+    FixedWidth(FixedWidthBlock),
+    /// Values of varying length: offsets into a data buffer.
+    VariableWidth(VariableWidthBlock),
+}
+
+/// Values of `bits_per_value / 8` bytes each, back to back.
+#[derive(Debug, Clone)]
+pub struct FixedWidthBlock {
+    /// The value bytes: exactly `num_values * bits_per_value / 8` of them.
+    pub data: Buffer,
+    /// Width of one value in bits (a multiple of 8).
+    pub bits_per_value: u64,
+    /// Number of values.
+    pub num_values: u64,
+}
+
+/// Values of varying length: value `i` is `data[offsets[i]..offsets[i + 1]]`.
+///
+/// Offsets need not start at zero (a slice of a loaded page keeps the page's offsets and data
+/// without copying), but every offset indexes `data` directly. The offsets buffer is aligned to
+/// its offset width.
+#[derive(Debug, Clone)]
+pub struct VariableWidthBlock {
+    /// `num_values + 1` offsets, each `bits_per_offset` wide, non-decreasing, indexing `data`.
+    pub offsets: Buffer,
+    /// Width of one offset in bits: 32 or 64.
+    pub bits_per_offset: u32,
+    /// The value bytes.
+    pub data: Buffer,
+    /// Number of values.
+    pub num_values: u64,
+}
+
+impl DataBlock {
+    /// Number of values in the block.
+    pub fn num_values(&self) -> u64 {
+        match self {
+            Self::AllNull { num_values } => *num_values,
+            Self::Nullable { validity, .. } => validity.len() as u64,
+            Self::Boolean(bits) => bits.len() as u64,
+            Self::FixedWidth(b) => b.num_values,
+            Self::VariableWidth(b) => b.num_values,
+        }
+    }
+
+    /// Concatenates blocks of the same shape (as produced by one encoding for several row
+    /// ranges) into one block.
+    ///
+    /// # Errors
+    /// [`crate::Error::Corrupt`] if the blocks do not have the same shape.
+    pub fn concat(blocks: Vec<DataBlock>) -> Result<DataBlock> {
+        if blocks.len() == 1 {
+            return Ok(blocks.into_iter().next().unwrap_or(DataBlock::AllNull { num_values: 0 }));
+        }
+        let total: u64 = blocks.iter().map(|b| b.num_values()).sum();
+        if blocks.iter().all(|b| matches!(b, DataBlock::AllNull { .. })) {
+            return Ok(DataBlock::AllNull { num_values: total });
+        }
+        // Mixed null shapes (a range of all-null rows next to a range with values) are first
+        // brought to the general `Nullable` shape.
+        let any_nulls = blocks.iter().any(|b| matches!(b, DataBlock::AllNull { .. } | DataBlock::Nullable { .. }));
+        if any_nulls {
+            let template = blocks
+                .iter()
+                .find_map(|b| match b {
+                    DataBlock::Nullable { values, .. } => Some(values.as_ref().clone()),
+                    DataBlock::AllNull { .. } => None,
+                    other => Some(other.clone()),
+                })
+                .unwrap_or(DataBlock::AllNull { num_values: 0 });
+            let mut validity = BooleanBufferBuilder::new(total as usize);
+            let mut values = Vec::with_capacity(blocks.len());
+            for block in blocks {
+                match block {
+                    DataBlock::AllNull { num_values } => {
+                        validity.append_n(num_values as usize, false);
+                        values.push(template.zeroed(num_values)?);
+                    }
+                    DataBlock::Nullable { validity: v, values: inner } => {
+                        validity.append_buffer(&v);
+                        values.push(*inner);
+                    }
+                    other => {
+                        validity.append_n(other.num_values() as usize, true);
+                        values.push(other);
+                    }
+                }
+            }
+            return Ok(DataBlock::Nullable { validity: validity.finish(), values: Box::new(Self::concat(values)?) });
+        }
+        match &blocks[0] {
+            DataBlock::Boolean(_) => {
+                let mut out = BooleanBufferBuilder::new(total as usize);
+                for block in &blocks {
+                    let DataBlock::Boolean(bits) = block else { return shape_error() };
+                    out.append_buffer(bits);
+                }
+                Ok(DataBlock::Boolean(out.finish()))
+            }
+            DataBlock::FixedWidth(first) => {
+                let bits = first.bits_per_value;
+                let mut out = MutableBuffer::with_capacity((total * bits / 8) as usize);
+                for block in &blocks {
+                    let DataBlock::FixedWidth(b) = block else { return shape_error() };
+                    ensure!(b.bits_per_value == bits, corrupt, "pages of one column have different value widths");
+                    out.extend_from_slice(b.data.as_slice());
+                }
+                Ok(DataBlock::FixedWidth(FixedWidthBlock { data: out.into(), bits_per_value: bits, num_values: total }))
+            }
+            DataBlock::VariableWidth(_) => {
+                let parts = blocks
+                    .into_iter()
+                    .map(|b| match b {
+                        DataBlock::VariableWidth(v) => Ok(v),
+                        _ => shape_error(),
+                    })
+                    .collect::<Result<Vec<_>>>()?;
+                Ok(DataBlock::VariableWidth(VariableWidthBlock::concat(&parts)?))
+            }
+            _ => shape_error(),
+        }
+    }
+
+    /// A block of `num_values` zero values with the same shape as `self`.
+    fn zeroed(&self, num_values: u64) -> Result<DataBlock> {
+        Ok(match self {
+            DataBlock::Boolean(_) => DataBlock::Boolean(BooleanBuffer::new_unset(num_values as usize)),
+            DataBlock::FixedWidth(b) => DataBlock::FixedWidth(FixedWidthBlock {
+                data: MutableBuffer::from_len_zeroed((num_values * b.bits_per_value / 8) as usize).into(),
+                bits_per_value: b.bits_per_value,
+                num_values,
+            }),
+            DataBlock::VariableWidth(b) => DataBlock::VariableWidth(VariableWidthBlock {
+                offsets: MutableBuffer::from_len_zeroed(((num_values + 1) * b.bits_per_offset as u64 / 8) as usize).into(),
+                bits_per_offset: b.bits_per_offset,
+                data: Buffer::from_vec(Vec::<u8>::new()),
+                num_values,
+            }),
+            DataBlock::AllNull { .. } => DataBlock::AllNull { num_values },
+            DataBlock::Nullable { .. } => return shape_error(),
+        })
+    }
+}
+
+fn shape_error<T>() -> Result<T> {
+    Err(crate::Error::corrupt("", "pages of one column decode to blocks of different shapes"))
+}
+
+impl VariableWidthBlock {
+    /// Offset `i`, if the offsets buffer holds it.
+    pub fn offset_at(&self, i: usize) -> Option<u64> {
+        let width = self.bits_per_offset as usize / 8;
+        let bytes = self.offsets.as_slice().get(i * width..(i + 1) * width)?;
+        Some(match width {
+            4 => u32::from_le_bytes(bytes.try_into().ok()?) as u64,
+            _ => u64::from_le_bytes(bytes.try_into().ok()?),
+        })
+    }
+
+    /// The offsets as `u64`, in order. Allocates; meant for the slow paths (take, concat).
+    ///
+    /// # Errors
+    /// [`crate::Error::Corrupt`] if the buffer holds fewer than `num_values + 1` offsets.
+    pub fn offsets_u64(&self) -> Result<Vec<u64>> {
+        let n = self.num_values as usize + 1;
+        let width = self.bits_per_offset as usize / 8;
+        ensure!(
+            matches!(width, 4 | 8) && self.offsets.len() >= n * width,
+            corrupt,
+            "offsets buffer of {} bytes is too short for {} values",
+            self.offsets.len(),
+            self.num_values
+        );
+        let bytes = &self.offsets.as_slice()[..n * width];
+        Ok(if width == 4 {
+            bytes.chunks_exact(4).map(|c| u32::from_le_bytes([c[0], c[1], c[2], c[3]]) as u64).collect()
+        } else {
+            bytes
+                .chunks_exact(8)
+                .map(|c| u64::from_le_bytes([c[0], c[1], c[2], c[3], c[4], c[5], c[6], c[7]]))
+                .collect()
+        })
+    }
+
+    /// Concatenates blocks into one whose offsets start at zero, with 64-bit offsets when the
+    /// data would not fit 32-bit ones.
+    pub fn concat(parts: &[VariableWidthBlock]) -> Result<VariableWidthBlock> {
+        let total_values: u64 = parts.iter().map(|p| p.num_values).sum();
+        let mut offsets = Vec::with_capacity(total_values as usize + 1);
+        let mut data = MutableBuffer::new(0);
+        offsets.push(0u64);
+        for part in parts {
+            let part_offsets = part.offsets_u64()?;
+            let (Some(&first), Some(&last)) = (part_offsets.first(), part_offsets.last()) else {
+                return shape_error();
+            };
+            ensure!(
+                first <= last && last <= part.data.len() as u64,
+                corrupt,
+                "string offsets {first}..{last} lie outside the data ({} bytes)",
+                part.data.len()
+            );
+            let shift = data.len() as u64;
+            for pair in part_offsets.windows(2) {
+                ensure!(pair[0] <= pair[1], corrupt, "string offsets decrease");
+                offsets.push(pair[1] - first + shift);
+            }
+            data.extend_from_slice(&part.data.as_slice()[first as usize..last as usize]);
+        }
+        let end = offsets.last().copied().unwrap_or(0);
+        Ok(if end <= i32::MAX as u64 {
+            let narrow: Vec<u32> = offsets.iter().map(|o| *o as u32).collect();
+            VariableWidthBlock { offsets: Buffer::from_vec(narrow), bits_per_offset: 32, data: data.into(), num_values: total_values }
+        } else {
+            VariableWidthBlock { offsets: Buffer::from_vec(offsets), bits_per_offset: 64, data: data.into(), num_values: total_values }
+        })
+    }
+}

@@ -1,0 +1,285 @@
+//! Flat Arrow types (fixed-width primitives, booleans, strings and binaries of every offset
+//! width and the view variants, the null type) to and from [`DataBlock`]s.
+//!
+//! | Arrow type | block |
+//! |---|---|
+//! | null | all-null |
+//! | boolean | bits |
+//! | ints, floats, temporals, decimals, intervals, fixed-size binary | fixed width |
+//! | utf8, binary (and large, view) | variable width (views are converted to offsets) |
+//!
+//! Nulls wrap the block in a validity bitmap; an array of nulls only becomes an all-null block.
+//! Arrays built from blocks are validated by Arrow (offsets in bounds, UTF-8), so damaged data
+//! gives an error, never an invalid array.
+
+use std::sync::Arc;
+
+use arrow_array::cast::AsArray;
+use arrow_array::types::{BinaryViewType, StringViewType};
+use arrow_array::{
+    Array, ArrayRef, BooleanArray, GenericByteViewArray, NullArray, make_array, new_null_array,
+};
+use arrow_buffer::{Buffer, MutableBuffer, NullBuffer};
+use arrow_data::ArrayDataBuilder;
+use arrow_schema::DataType;
+
+use crate::encodings::{DataBlock, FixedWidthBlock, VariableWidthBlock};
+use crate::error::{Error, Result, bail, ensure};
+use crate::format::schema::{fixed_width_bits, is_variable_width};
+
+/// Turns an array of a flat type into a block.
+///
+/// # Errors
+/// [`Error::Unsupported`] for nested types.
+pub fn array_to_block(array: &dyn Array) -> Result<DataBlock> {
+    let len = array.len() as u64;
+    if matches!(array.data_type(), DataType::Null) || (len > 0 && array.null_count() == array.len()) {
+        return Ok(DataBlock::AllNull { num_values: len });
+    }
+    let values = values_to_block(array)?;
+    Ok(match array.nulls().filter(|n| n.null_count() > 0) {
+        Some(nulls) => DataBlock::Nullable { validity: nulls.inner().clone(), values: Box::new(values) },
+        None => values,
+    })
+}
+
+fn values_to_block(array: &dyn Array) -> Result<DataBlock> {
+    let data_type = array.data_type();
+    let len = array.len() as u64;
+    if let DataType::Boolean = data_type {
+        return Ok(DataBlock::Boolean(array.as_boolean().values().clone()));
+    }
+    if let Some(bits) = fixed_width_bits(data_type) {
+        let data = array.to_data();
+        let w = (bits / 8) as usize;
+        let buffer = data.buffers().first().ok_or_else(|| Error::Internal("fixed-width array without buffer".into()))?;
+        let data = buffer.slice_with_length(data.offset() * w, array.len() * w);
+        return Ok(DataBlock::FixedWidth(FixedWidthBlock { data, bits_per_value: bits, num_values: len }));
+    }
+    let (offsets, bits_per_offset, data) = match data_type {
+        DataType::Utf8 => {
+            let a = array.as_string::<i32>();
+            (a.offsets().inner().inner().clone(), 32, a.values().clone())
+        }
+        DataType::Binary => {
+            let a = array.as_binary::<i32>();
+            (a.offsets().inner().inner().clone(), 32, a.values().clone())
+        }
+        DataType::LargeUtf8 => {
+            let a = array.as_string::<i64>();
+            (a.offsets().inner().inner().clone(), 64, a.values().clone())
+        }
+        DataType::LargeBinary => {
+            let a = array.as_binary::<i64>();
+            (a.offsets().inner().inner().clone(), 64, a.values().clone())
+        }
+        DataType::Utf8View => return Ok(DataBlock::VariableWidth(views_to_block(array.as_string_view()))),
+        DataType::BinaryView => return Ok(DataBlock::VariableWidth(views_to_block(array.as_binary_view()))),
+        other => bail!(unsupported, "arrays of type {other} cannot be written as a flat column"),
+    };
+    // The offsets buffer of a sliced array starts at the slice; `encode_block` rebases it.
+    Ok(DataBlock::VariableWidth(VariableWidthBlock { offsets, bits_per_offset, data, num_values: len }))
+}
+
+fn views_to_block<T: arrow_array::types::ByteViewType + ?Sized>(array: &GenericByteViewArray<T>) -> VariableWidthBlock {
+    let total: usize = (0..array.len()).map(|i| AsRef::<[u8]>::as_ref(array.value(i)).len()).sum();
+    let mut data = MutableBuffer::with_capacity(total);
+    let mut offsets: Vec<u64> = Vec::with_capacity(array.len() + 1);
+    offsets.push(0);
+    for i in 0..array.len() {
+        if array.is_valid(i) {
+            data.extend_from_slice(AsRef::<[u8]>::as_ref(array.value(i)));
+        }
+        offsets.push(data.len() as u64);
+    }
+    VariableWidthBlock {
+        offsets: Buffer::from_vec(offsets),
+        bits_per_offset: 64,
+        data: data.into(),
+        num_values: array.len() as u64,
+    }
+}
+
+/// Turns a decoded block into an array of `data_type`.
+///
+/// # Errors
+/// [`Error::Corrupt`] if the block does not fit the type or Arrow rejects the data.
+pub fn block_to_array(block: DataBlock, data_type: &DataType) -> Result<ArrayRef> {
+    let num_values = block.num_values() as usize;
+    if let DataType::Null = data_type {
+        return Ok(Arc::new(NullArray::new(num_values)));
+    }
+    let (nulls, values) = match block {
+        DataBlock::AllNull { num_values } => return Ok(new_null_array(data_type, num_values as usize)),
+        DataBlock::Nullable { validity, values } => (Some(NullBuffer::new(validity)), *values),
+        other => (None, other),
+    };
+    ensure!(
+        values.num_values() as usize == num_values,
+        corrupt,
+        "validity and values hold different numbers of rows"
+    );
+    match (data_type, values) {
+        (DataType::Boolean, DataBlock::Boolean(bits)) => {
+            ensure!(nulls.as_ref().is_none_or(|n| n.len() == bits.len()), corrupt, "validity and values differ in length");
+            Ok(Arc::new(BooleanArray::new(bits, nulls)))
+        }
+        (_, DataBlock::FixedWidth(block)) if fixed_width_bits(data_type) == Some(block.bits_per_value) => {
+            let data = ArrayDataBuilder::new(data_type.clone())
+                .len(num_values)
+                .add_buffer(block.data)
+                .nulls(nulls)
+                .align_buffers(true)
+                .build()?;
+            Ok(make_array(data))
+        }
+        (_, DataBlock::VariableWidth(block)) if is_variable_width(data_type) => variable_width_array(block, nulls, data_type),
+        (_, other) => {
+            bail!(corrupt, "a page of a {data_type} column decodes to an incompatible block ({})", block_kind(&other))
+        }
+    }
+}
+
+fn block_kind(block: &DataBlock) -> &'static str {
+    match block {
+        DataBlock::AllNull { .. } => "all null",
+        DataBlock::Nullable { .. } => "nullable",
+        DataBlock::Boolean(_) => "bits",
+        DataBlock::FixedWidth(_) => "fixed width",
+        DataBlock::VariableWidth(_) => "variable width",
+    }
+}
+
+fn variable_width_array(block: VariableWidthBlock, nulls: Option<NullBuffer>, data_type: &DataType) -> Result<ArrayRef> {
+    let large = matches!(data_type, DataType::LargeUtf8 | DataType::LargeBinary);
+    let wanted_bits = if large { 64 } else { 32 };
+    let offsets = if block.bits_per_offset == wanted_bits {
+        block.offsets
+    } else if large {
+        Buffer::from_vec(block.offsets_u64()?)
+    } else {
+        let narrow = block
+            .offsets_u64()?
+            .into_iter()
+            .map(|o| i32::try_from(o))
+            .collect::<std::result::Result<Vec<i32>, _>>()
+            .map_err(|_| {
+                Error::InvalidArgument(format!(
+                    "a batch of this {data_type} column holds more than 2 GiB of data; read it with a smaller batch size"
+                ))
+            })?;
+        Buffer::from_vec(narrow)
+    };
+    let stored_type = match data_type {
+        DataType::Utf8View => DataType::Utf8,
+        DataType::BinaryView => DataType::Binary,
+        other => other.clone(),
+    };
+    let data = ArrayDataBuilder::new(stored_type)
+        .len(block.num_values as usize)
+        .add_buffer(offsets)
+        .add_buffer(block.data)
+        .nulls(nulls)
+        .align_buffers(true)
+        .build()?;
+    let array = make_array(data);
+    Ok(match data_type {
+        DataType::Utf8View => Arc::new(GenericByteViewArray::<StringViewType>::from(array.as_string::<i32>())),
+        DataType::BinaryView => Arc::new(GenericByteViewArray::<BinaryViewType>::from(array.as_binary::<i32>())),
+        _ => array,
+    })
+}
+
+/// Estimated size in bytes of `array` once encoded, used to cut pages.
+pub fn encoded_size(array: &dyn Array) -> u64 {
+    let len = array.len() as u64;
+    let validity = if array.null_count() > 0 { len.div_ceil(8) } else { 0 };
+    validity + values_size(array, 0, array.len())
+}
+
+/// Size of the values of rows `start..end` (without validity).
+fn values_size(array: &dyn Array, start: usize, end: usize) -> u64 {
+    let rows = (end - start) as u64;
+    let data_type = array.data_type();
+    if let Some(bits) = fixed_width_bits(data_type) {
+        return (rows * bits).div_ceil(8);
+    }
+    let data_bytes = match data_type {
+        DataType::Utf8 => byte_span(array.as_string::<i32>().value_offsets(), start, end),
+        DataType::Binary => byte_span(array.as_binary::<i32>().value_offsets(), start, end),
+        DataType::LargeUtf8 => byte_span(array.as_string::<i64>().value_offsets(), start, end),
+        DataType::LargeBinary => byte_span(array.as_binary::<i64>().value_offsets(), start, end),
+        DataType::Utf8View => (start..end).map(|i| array.as_string_view().value(i).len() as u64).sum(),
+        DataType::BinaryView => (start..end).map(|i| array.as_binary_view().value(i).len() as u64).sum(),
+        _ => 0,
+    };
+    data_bytes + 4 * rows
+}
+
+fn byte_span<O: arrow_array::OffsetSizeTrait>(offsets: &[O], start: usize, end: usize) -> u64 {
+    (offsets[end].as_usize() - offsets[start].as_usize()) as u64
+}
+
+/// The number of leading rows of `array` whose encoded size fits in `budget` bytes: at least one
+/// (a page holds at least one row, however large) and at most `array.len()`.
+pub fn rows_within(array: &dyn Array, budget: u64) -> usize {
+    let len = array.len();
+    if len == 0 {
+        return 0;
+    }
+    let per_row_validity = if array.null_count() > 0 { 1.0 / 8.0 } else { 0.0 };
+    if let Some(bits) = fixed_width_bits(array.data_type()) {
+        let per_row = bits as f64 / 8.0 + per_row_validity;
+        return ((budget as f64 / per_row) as usize).clamp(1, len);
+    }
+    if !is_variable_width(array.data_type()) {
+        return len;
+    }
+    // Binary search on the cumulative size, which grows with the row count.
+    let size = |n: usize| values_size(array, 0, n) as f64 + n as f64 * per_row_validity;
+    let (mut lo, mut hi) = (1usize, len);
+    while lo < hi {
+        let mid = lo + (hi - lo).div_ceil(2);
+        if size(mid) <= budget as f64 {
+            lo = mid;
+        } else {
+            hi = mid - 1;
+        }
+    }
+    lo
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use arrow_array::{BinaryArray, Int32Array, LargeBinaryArray, LargeStringArray, StringArray, StringViewArray};
+
+    fn round_trip(array: ArrayRef) {
+        let block = array_to_block(array.as_ref()).unwrap();
+        let back = block_to_array(block, array.data_type()).unwrap();
+        assert_eq!(back.as_ref(), array.as_ref());
+    }
+
+    #[test]
+    fn flat_arrays_round_trip_through_blocks() {
+        round_trip(Arc::new(Int32Array::from(vec![Some(1), None, Some(3)])));
+        round_trip(Arc::new(Int32Array::from(vec![1, 2, 3, 4]).slice(1, 2)));
+        round_trip(Arc::new(StringArray::from(vec![Some("a"), None, Some("ccc")]).slice(1, 2)));
+        round_trip(Arc::new(LargeStringArray::from(vec!["x", "yy"])));
+        round_trip(Arc::new(BinaryArray::from(vec![b"x".as_ref(), b""])));
+        round_trip(Arc::new(LargeBinaryArray::from(vec![b"x".as_ref()])));
+        round_trip(Arc::new(StringViewArray::from(vec![Some("a long string of more than twelve"), None])));
+        round_trip(Arc::new(BooleanArray::from(vec![Some(true), None, Some(false)])));
+        round_trip(Arc::new(NullArray::new(3)));
+        round_trip(Arc::new(Int32Array::from(vec![None, None])));
+    }
+
+    #[test]
+    fn rows_within_budget() {
+        let ints = Int32Array::from(vec![0; 100]);
+        assert_eq!(rows_within(&ints, 40), 10);
+        assert_eq!(rows_within(&ints, 1), 1);
+        let strings = StringArray::from(vec!["aaaa"; 10]);
+        assert_eq!(rows_within(&strings, 16), 2);
+    }
+}

@@ -1,0 +1,123 @@
+//! Encodings: how the values of one page are laid out in its buffers.
+//!
+//! A page's encoding is a tree ([`crate::format::proto::Encoding`]). Its nodes are *physical*
+//! encodings ([`physical`]): each knows one byte layout, works on [`DataBlock`]s and knows
+//! nothing of Arrow types. The *logical* layer ([`logical`]) turns blocks into Arrow arrays of a
+//! field's type and back.
+//!
+//! Reading a page is split in two, as the reader is:
+//! - a [`PageScheduler`] works out which byte ranges a set of rows needs and asks for them
+//!   through a [`PageIo`]; it never waits for I/O;
+//! - the future it returns resolves, once the bytes are there, to a [`PageDecoder`] that turns
+//!   any run of the scheduled rows into a [`DataBlock`] (the decode stream calls it once per
+//!   output batch, so a page is decoded in pieces of the batch size).
+
+pub mod data_block;
+pub mod logical;
+pub mod physical;
+
+use std::fmt::Debug;
+use std::ops::Range;
+
+use futures::future::BoxFuture;
+
+pub use data_block::{DataBlock, FixedWidthBlock, VariableWidthBlock};
+
+use crate::error::Result;
+use crate::io::PageIo;
+
+/// The future of a scheduled page: a decoder once its bytes are loaded.
+pub type PageLoad = BoxFuture<'static, Result<Box<dyn PageDecoder>>>;
+
+/// Plans the reads of one page (or of one encoding node inside a page).
+pub trait PageScheduler: Send + Sync + Debug {
+    /// Number of values in the page.
+    fn num_rows(&self) -> u64;
+
+    /// Asks `io` for the bytes of `ranges` (sorted, disjoint, non-empty, within
+    /// `0..num_rows()`) and returns the future of a decoder holding exactly those rows,
+    /// concatenated in order. Must not block or await.
+    fn schedule_ranges(&self, ranges: &[Range<u64>], io: &PageIo) -> PageLoad;
+}
+
+/// Decodes loaded rows of a page.
+pub trait PageDecoder: Send + Sync {
+    /// Number of rows the decoder holds (the total length of the scheduled ranges).
+    fn num_rows(&self) -> u64;
+
+    /// Decodes `num_rows` rows starting after `rows_to_skip` of the held rows.
+    ///
+    /// # Errors
+    /// [`crate::Error::Corrupt`] if the bytes do not decode.
+    fn decode(&self, rows_to_skip: u64, num_rows: u64) -> Result<DataBlock>;
+}
+
+/// Maps a run of rows of a decoder (numbered across all its scheduled ranges) onto the ranges.
+///
+/// Decoders that load one buffer per scheduled range use this to find which buffers hold the
+/// rows they are asked for.
+#[derive(Debug, Clone)]
+pub struct RangeIndex {
+    /// Start of each range in the decoder's row numbering, plus the total at the end.
+    starts: Vec<u64>,
+}
+
+impl RangeIndex {
+    /// An index over ranges of the given lengths.
+    pub fn new(lengths: impl IntoIterator<Item = u64>) -> Self {
+        let mut starts = vec![0];
+        let mut total = 0;
+        for len in lengths {
+            total += len;
+            starts.push(total);
+        }
+        Self { starts }
+    }
+
+    /// Total number of rows.
+    pub fn num_rows(&self) -> u64 {
+        self.starts.last().copied().unwrap_or(0)
+    }
+
+    /// The pieces `(range index, first row within the range, number of rows)` that make up
+    /// rows `skip..skip + len`.
+    pub fn pieces(&self, skip: u64, len: u64) -> Result<Vec<(usize, u64, u64)>> {
+        let end = skip.checked_add(len).filter(|end| *end <= self.num_rows());
+        let Some(end) = end else {
+            return Err(crate::Error::Internal(format!(
+                "rows {skip}..{} asked of a decoder holding {} rows",
+                skip.saturating_add(len),
+                self.num_rows()
+            )));
+        };
+        let mut out = Vec::new();
+        let mut row = skip;
+        let mut index = self.starts.partition_point(|s| *s <= skip).saturating_sub(1);
+        while row < end {
+            let range_end = self.starts[index + 1];
+            let take = range_end.min(end) - row;
+            if take > 0 {
+                out.push((index, row - self.starts[index], take));
+            }
+            row += take;
+            index += 1;
+        }
+        Ok(out)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn range_index_pieces() {
+        let index = RangeIndex::new([3, 0, 4, 2]);
+        assert_eq!(index.num_rows(), 9);
+        assert_eq!(index.pieces(0, 3).unwrap(), vec![(0, 0, 3)]);
+        assert_eq!(index.pieces(2, 3).unwrap(), vec![(0, 2, 1), (2, 0, 2)]);
+        assert_eq!(index.pieces(3, 6).unwrap(), vec![(2, 0, 4), (3, 0, 2)]);
+        assert_eq!(index.pieces(9, 0).unwrap(), vec![]);
+        assert!(index.pieces(8, 2).is_err());
+    }
+}

@@ -1,0 +1,204 @@
+//! Binary: variable-width values as `num_rows + 1` offsets (32 or 64 bits, starting at 0) into
+//! a data buffer.
+//!
+//! ```text
+//! values  ["ab", "", "cde"]
+//! offsets 0 2 2 5            (u32)
+//! data    a b c d e
+//! ```
+//!
+//! Reading the whole page is one request for both buffers. Reading some rows is *indirect
+//! I/O*: the offsets of rows `a..b` (entries `a..=b`) are read first; a separate task decodes
+//! them and requests data bytes `offsets[a]..offsets[b]` at the same priority, while the
+//! scheduling loop goes on with other pages.
+
+use std::ops::Range;
+
+use arrow_buffer::{Buffer, MutableBuffer};
+use bytes::Bytes;
+use futures::FutureExt;
+use tokio::sync::oneshot;
+
+use super::PageContext;
+use crate::encodings::{DataBlock, PageDecoder, PageLoad, PageScheduler, RangeIndex, VariableWidthBlock};
+use crate::error::{Error, Result, bail, ensure};
+use crate::format::proto::{BinaryEncoding, BufferLocation};
+use crate::io::{IoFuture, PageIo};
+
+/// Schedules rows of a binary page.
+#[derive(Debug, Clone)]
+pub struct BinaryScheduler {
+    offsets: BufferLocation,
+    data: BufferLocation,
+    bits_per_offset: u32,
+    num_rows: u64,
+}
+
+impl BinaryScheduler {
+    /// The scheduler of `encoding` in `page`.
+    pub fn try_new(encoding: &BinaryEncoding, page: &PageContext) -> Result<Self> {
+        let bits = encoding.bits_per_offset;
+        if bits != 32 && bits != 64 {
+            bail!(corrupt, "binary encoding with {bits}-bit offsets (must be 32 or 64)")
+        }
+        let expected = (page.num_rows + 1)
+            .checked_mul(bits as u64 / 8)
+            .ok_or_else(|| Error::corrupt("", "page size overflows"))?;
+        let offsets = page.buffer(encoding.offsets_buffer, Some(expected), "binary offsets")?;
+        let data = page.buffer(encoding.data_buffer, None, "binary data")?;
+        Ok(Self { offsets, data, bits_per_offset: bits, num_rows: page.num_rows })
+    }
+
+    fn width(&self) -> u64 {
+        self.bits_per_offset as u64 / 8
+    }
+}
+
+impl PageScheduler for BinaryScheduler {
+    fn num_rows(&self) -> u64 {
+        self.num_rows
+    }
+
+    fn schedule_ranges(&self, ranges: &[Range<u64>], io: &PageIo) -> PageLoad {
+        let whole_page = matches!(ranges, [r] if r.start == 0 && r.end == self.num_rows);
+        let bits_per_offset = self.bits_per_offset;
+        if whole_page {
+            let loaded = io.submit(vec![
+                self.offsets.offset..self.offsets.offset + self.offsets.size,
+                self.data.offset..self.data.offset + self.data.size,
+            ]);
+            let num_rows = self.num_rows;
+            return Box::pin(async move {
+                let mut buffers = loaded.await?;
+                ensure!(buffers.len() == 2, internal, "binary page loaded {} of 2 buffers", buffers.len());
+                let data = Buffer::from(buffers.pop().unwrap_or_default());
+                let offsets = aligned(buffers.pop().unwrap_or_default(), bits_per_offset as usize / 8);
+                Ok(Box::new(BinaryDecoder::Whole(VariableWidthBlock { offsets, bits_per_offset, data, num_values: num_rows }))
+                    as Box<dyn PageDecoder>)
+            });
+        }
+
+        let w = self.width();
+        let offsets_loaded = io.submit(
+            ranges
+                .iter()
+                .map(|r| self.offsets.offset + r.start * w..self.offsets.offset + (r.end + 1) * w)
+                .collect(),
+        );
+        let follow_up = io.follow_up();
+        let data = self.data;
+        let (sender, receiver) = oneshot::channel::<Result<(Vec<Vec<u64>>, IoFuture)>>();
+        // The indirect step: decode the offsets, then ask for the bytes they point at. It hands
+        // the data request back unawaited, so its bytes stay in the I/O budget until the
+        // decoder takes them.
+        let step = async move {
+            let result = async {
+                let offsets = offsets_loaded.await?;
+                let offsets = offsets.iter().map(|b| parse_offsets(b, w, data.size)).collect::<Result<Vec<_>>>()?;
+                let data_ranges = offsets
+                    .iter()
+                    .map(|o| data.offset + o.first().copied().unwrap_or(0)..data.offset + o.last().copied().unwrap_or(0))
+                    .collect();
+                Ok((offsets, follow_up.submit(data_ranges)))
+            }
+            .await;
+            let _ = sender.send(result);
+        };
+        io.spawn_indirect(self.data.size, step.boxed());
+        let index = RangeIndex::new(ranges.iter().map(|r| r.end - r.start));
+        Box::pin(async move {
+            let (offsets, data_loaded) = receiver
+                .await
+                .map_err(|_| Error::Internal("the indirect read of a binary page was cancelled".into()))??;
+            let data = data_loaded.await?;
+            ensure!(data.len() == offsets.len(), internal, "binary page loaded {} of {} ranges", data.len(), offsets.len());
+            Ok(Box::new(BinaryDecoder::Parts { parts: offsets.into_iter().zip(data).collect(), index }) as Box<dyn PageDecoder>)
+        })
+    }
+}
+
+/// Parses `len / width` little-endian offsets, checking they do not decrease and stay within a
+/// data buffer of `data_size` bytes.
+fn parse_offsets(bytes: &[u8], width: u64, data_size: u64) -> Result<Vec<u64>> {
+    let out: Vec<u64> = if width == 4 {
+        bytes.chunks_exact(4).map(|c| u32::from_le_bytes([c[0], c[1], c[2], c[3]]) as u64).collect()
+    } else {
+        bytes.chunks_exact(8).map(|c| u64::from_le_bytes([c[0], c[1], c[2], c[3], c[4], c[5], c[6], c[7]])).collect()
+    };
+    ensure!(
+        out.windows(2).all(|p| p[0] <= p[1]) && out.last().is_none_or(|last| *last <= data_size),
+        corrupt,
+        "binary offsets decrease or point past the data buffer ({data_size} bytes)"
+    );
+    Ok(out)
+}
+
+/// Copies `bytes` into an allocation aligned for `align`-byte values unless it already is.
+pub(crate) fn aligned(bytes: Bytes, align: usize) -> Buffer {
+    if (bytes.as_ptr() as usize).is_multiple_of(align) {
+        Buffer::from(bytes)
+    } else {
+        let mut out = MutableBuffer::with_capacity(bytes.len());
+        out.extend_from_slice(&bytes);
+        out.into()
+    }
+}
+
+/// Loaded rows of a binary page.
+enum BinaryDecoder {
+    /// The whole page; batches slice it without copying.
+    Whole(VariableWidthBlock),
+    /// Some row ranges: per range, its offsets (absolute in the page) and its data bytes, which
+    /// start at the range's first offset.
+    Parts { parts: Vec<(Vec<u64>, Bytes)>, index: RangeIndex },
+}
+
+impl PageDecoder for BinaryDecoder {
+    fn num_rows(&self) -> u64 {
+        match self {
+            Self::Whole(block) => block.num_values,
+            Self::Parts { index, .. } => index.num_rows(),
+        }
+    }
+
+    fn decode(&self, rows_to_skip: u64, num_rows: u64) -> Result<DataBlock> {
+        match self {
+            Self::Whole(block) => {
+                let end = rows_to_skip
+                    .checked_add(num_rows)
+                    .filter(|end| *end <= block.num_values)
+                    .ok_or_else(|| Error::Internal("rows past the end of a binary page".into()))?;
+                let w = block.bits_per_offset as usize / 8;
+                let offsets = block.offsets.slice_with_length(rows_to_skip as usize * w, (end - rows_to_skip) as usize * w + w);
+                Ok(DataBlock::VariableWidth(VariableWidthBlock {
+                    offsets,
+                    bits_per_offset: block.bits_per_offset,
+                    data: block.data.clone(),
+                    num_values: num_rows,
+                }))
+            }
+            Self::Parts { parts, index } => {
+                let blocks = index
+                    .pieces(rows_to_skip, num_rows)?
+                    .into_iter()
+                    .map(|(range, skip, len)| {
+                        let (offsets, data) = &parts[range];
+                        let base = offsets.first().copied().unwrap_or(0);
+                        let Some(wanted) = offsets.get(skip as usize..=(skip + len) as usize) else {
+                            bail!(internal, "rows past the end of a binary range")
+                        };
+                        // Offsets were checked not to decrease, so none is below the base.
+                        let rebased: Vec<u64> = wanted.iter().map(|o| o - base).collect();
+                        Ok(VariableWidthBlock {
+                            offsets: Buffer::from_vec(rebased),
+                            bits_per_offset: 64,
+                            data: Buffer::from(data.clone()),
+                            num_values: len,
+                        })
+                    })
+                    .collect::<Result<Vec<_>>>()?;
+                Ok(DataBlock::VariableWidth(VariableWidthBlock::concat(&blocks)?))
+            }
+        }
+    }
+}

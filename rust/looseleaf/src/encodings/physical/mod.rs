@@ -1,0 +1,130 @@
+//! Physical encodings, one file per byte layout, and the two functions that connect them to the
+//! metadata: [`page_scheduler`] builds the scheduler tree of a page from its encoding tree
+//! (checking every buffer reference and size, so a damaged page fails here rather than in a
+//! decoder), and [`encode_block`] writes a [`DataBlock`] into buffers and returns its encoding
+//! tree.
+//!
+//! | encoding | buffers | random access to one value |
+//! |---|---|---|
+//! | [`plain`] | values | one read of the value's bytes |
+//! | [`bitmap`] | bits | one read of the byte holding the bit |
+//! | [`binary`] | offsets, data | two dependent reads: two offsets, then the bytes |
+//! | [`nullable`] | validity bitmap + child | the child's cost plus one byte |
+//! | all-null | none | none |
+
+pub mod binary;
+pub mod bitmap;
+pub mod nullable;
+pub mod plain;
+
+use arrow_buffer::Buffer;
+
+use super::{DataBlock, PageScheduler};
+use crate::error::{Result, bail, ensure};
+use crate::format::proto::{self, BufferLocation, encoding::Kind};
+
+/// What a page scheduler needs to know about its page besides its encoding node.
+#[derive(Debug, Clone, Copy)]
+pub struct PageContext<'a> {
+    /// The page's buffers.
+    pub buffers: &'a [BufferLocation],
+    /// Number of values in the page.
+    pub num_rows: u64,
+    /// End of the region where page buffers may lie (the file's metadata start).
+    pub data_end: u64,
+}
+
+impl PageContext<'_> {
+    /// The buffer `index`, checked to lie in the data region and to be `expected_size` long.
+    pub fn buffer(&self, index: u32, expected_size: Option<u64>, what: &str) -> Result<BufferLocation> {
+        let Some(buffer) = self.buffers.get(index as usize).copied() else {
+            bail!(corrupt, "{what} refers to buffer {index} of a page with {} buffers", self.buffers.len())
+        };
+        ensure!(
+            buffer.offset.checked_add(buffer.size).is_some_and(|end| end <= self.data_end),
+            corrupt,
+            "{what} buffer at {} of {} bytes lies outside the data region",
+            buffer.offset,
+            buffer.size
+        );
+        if let Some(expected) = expected_size {
+            ensure!(
+                buffer.size == expected,
+                corrupt,
+                "{what} buffer of a {}-row page is {} bytes, expected {expected}",
+                self.num_rows,
+                buffer.size
+            );
+        }
+        Ok(buffer)
+    }
+}
+
+/// Builds the scheduler of an encoding node.
+///
+/// # Errors
+/// [`crate::Error::Corrupt`] if the node is missing, refers to missing buffers or buffers of
+/// the wrong size; [`crate::Error::Unsupported`] for encodings this build does not know.
+pub fn page_scheduler(encoding: Option<&proto::Encoding>, page: &PageContext) -> Result<Box<dyn PageScheduler>> {
+    let Some(kind) = encoding.and_then(|e| e.kind.as_ref()) else {
+        bail!(unsupported, "a page has an encoding this reader does not know (written by a newer version?)")
+    };
+    Ok(match kind {
+        Kind::Plain(plain) if plain.bits_per_value == 1 => Box::new(bitmap::BitmapScheduler::try_new(plain.buffer, page)?),
+        Kind::Plain(plain) => Box::new(plain::PlainScheduler::try_new(plain, page)?),
+        Kind::Nullable(nullable) => Box::new(nullable::NullableScheduler::try_new(nullable, page)?),
+        Kind::AllNull(_) => Box::new(nullable::AllNullScheduler::new(page.num_rows)),
+        Kind::Binary(binary) => Box::new(binary::BinaryScheduler::try_new(binary, page)?),
+    })
+}
+
+/// Writes `block` into `buffers` (appending) and returns its encoding tree.
+pub fn encode_block(block: DataBlock, buffers: &mut Vec<Buffer>) -> Result<proto::Encoding> {
+    let kind = match block {
+        DataBlock::AllNull { .. } => Kind::AllNull(proto::AllNullEncoding {}),
+        DataBlock::Nullable { validity, values } => {
+            let validity_buffer = push(buffers, validity.sliced());
+            let values = encode_block(*values, buffers)?;
+            Kind::Nullable(proto::NullableEncoding { validity_buffer, values: Some(Box::new(values)) })
+        }
+        DataBlock::Boolean(bits) => {
+            Kind::Plain(proto::PlainEncoding { bits_per_value: 1, buffer: push(buffers, bits.sliced()) })
+        }
+        DataBlock::FixedWidth(block) => {
+            Kind::Plain(proto::PlainEncoding { bits_per_value: block.bits_per_value, buffer: push(buffers, block.data) })
+        }
+        DataBlock::VariableWidth(block) => {
+            // Pages store offsets starting at zero and only the bytes they index.
+            let n = block.num_values as usize;
+            let exact = block.bits_per_offset == 32
+                && block.offset_at(0) == Some(0)
+                && block.offset_at(n) == Some(block.data.len() as u64);
+            let block = if exact {
+                block
+            } else {
+                super::VariableWidthBlock::concat(&[block])?
+            };
+            let offsets_buffer = push(buffers, block.offsets);
+            let data_buffer = push(buffers, block.data);
+            Kind::Binary(proto::BinaryEncoding { bits_per_offset: block.bits_per_offset, offsets_buffer, data_buffer })
+        }
+    };
+    Ok(proto::Encoding { kind: Some(kind) })
+}
+
+fn push(buffers: &mut Vec<Buffer>, buffer: Buffer) -> u32 {
+    buffers.push(buffer);
+    (buffers.len() - 1) as u32
+}
+
+/// A short description of an encoding tree, such as `nullable(plain(32))`, for inspection.
+pub fn describe(encoding: Option<&proto::Encoding>) -> String {
+    match encoding.and_then(|e| e.kind.as_ref()) {
+        None => "unknown".to_string(),
+        Some(Kind::Plain(p)) if p.bits_per_value == 1 => "bitmap".to_string(),
+        Some(Kind::Plain(p)) => format!("plain({})", p.bits_per_value),
+        Some(Kind::Nullable(n)) => format!("nullable({})", describe(n.values.as_deref())),
+        Some(Kind::AllNull(_)) => "all_null".to_string(),
+        Some(Kind::Binary(b)) => format!("binary(offsets={})", b.bits_per_offset),
+    }
+}

@@ -1,0 +1,236 @@
+//! Protobuf messages of the footer and the column metadata blocks.
+//!
+//! The messages are declared by hand with `prost`'s derive (no `protoc` at build time); the
+//! equivalent `.proto` text is in `docs/format.md`. Tags are never reused: a field that is
+//! retired keeps its tag reserved, so old files stay readable.
+
+use std::collections::HashMap;
+
+/// The footer: schema, row count and file-level metadata.
+#[derive(Clone, PartialEq, prost::Message)]
+pub struct Footer {
+    /// Top-level fields of the schema, in order.
+    #[prost(message, repeated, tag = "1")]
+    pub fields: Vec<Field>,
+    /// Schema-level key/value metadata.
+    #[prost(map = "string, string", tag = "2")]
+    pub metadata: HashMap<String, String>,
+    /// Number of top-level rows.
+    #[prost(uint64, tag = "3")]
+    pub num_rows: u64,
+    /// The software that wrote the file.
+    #[prost(string, tag = "4")]
+    pub created_by: String,
+}
+
+/// One field of the schema (children for nested types).
+#[derive(Clone, PartialEq, prost::Message)]
+pub struct Field {
+    /// Field name.
+    #[prost(string, tag = "1")]
+    pub name: String,
+    /// Field type (children types live in `children`).
+    #[prost(message, optional, tag = "2")]
+    pub data_type: Option<DataType>,
+    /// Whether the field may hold nulls.
+    #[prost(bool, tag = "3")]
+    pub nullable: bool,
+    /// Child fields of nested types.
+    #[prost(message, repeated, tag = "4")]
+    pub children: Vec<Field>,
+    /// Field-level key/value metadata.
+    #[prost(map = "string, string", tag = "5")]
+    pub metadata: HashMap<String, String>,
+    /// The column holding this field's own data (values, validity or offsets), if it has one.
+    #[prost(uint32, optional, tag = "6")]
+    pub column: Option<u32>,
+}
+
+/// Arrow type identifiers.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, prost::Enumeration)]
+#[repr(i32)]
+#[allow(missing_docs)]
+pub enum TypeKind {
+    Unknown = 0,
+    Null = 1,
+    Boolean = 2,
+    Int8 = 3,
+    Int16 = 4,
+    Int32 = 5,
+    Int64 = 6,
+    UInt8 = 7,
+    UInt16 = 8,
+    UInt32 = 9,
+    UInt64 = 10,
+    Float16 = 11,
+    Float32 = 12,
+    Float64 = 13,
+    Date32 = 14,
+    Date64 = 15,
+    Time32 = 16,
+    Time64 = 17,
+    Timestamp = 18,
+    Duration = 19,
+    IntervalYearMonth = 20,
+    IntervalDayTime = 21,
+    IntervalMonthDayNano = 22,
+    Decimal32 = 23,
+    Decimal64 = 24,
+    Decimal128 = 25,
+    Decimal256 = 26,
+    Utf8 = 27,
+    LargeUtf8 = 28,
+    Utf8View = 29,
+    Binary = 30,
+    LargeBinary = 31,
+    BinaryView = 32,
+    FixedSizeBinary = 33,
+    Struct = 34,
+    List = 35,
+    LargeList = 36,
+    FixedSizeList = 37,
+    Map = 38,
+    Dictionary = 39,
+}
+
+/// Time units of temporal types.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, prost::Enumeration)]
+#[repr(i32)]
+#[allow(missing_docs)]
+pub enum TimeUnit {
+    Second = 0,
+    Millisecond = 1,
+    Microsecond = 2,
+    Nanosecond = 3,
+}
+
+/// A data type. Parameters that do not apply to `kind` are left at their defaults.
+#[derive(Clone, PartialEq, prost::Message)]
+pub struct DataType {
+    /// The type identifier.
+    #[prost(enumeration = "TypeKind", tag = "1")]
+    pub kind: i32,
+    /// Unit of time, timestamp and duration types.
+    #[prost(enumeration = "TimeUnit", tag = "2")]
+    pub unit: i32,
+    /// Time zone of timestamps.
+    #[prost(string, optional, tag = "3")]
+    pub timezone: Option<String>,
+    /// Precision of decimals.
+    #[prost(uint32, tag = "4")]
+    pub precision: u32,
+    /// Scale of decimals.
+    #[prost(int32, tag = "5")]
+    pub scale: i32,
+    /// Width of fixed-size binary, length of fixed-size lists.
+    #[prost(uint32, tag = "6")]
+    pub fixed_size: u32,
+    /// Key type of dictionaries (the value type is the field's only child).
+    #[prost(message, optional, boxed, tag = "7")]
+    pub key: Option<Box<DataType>>,
+    /// Whether map keys are sorted.
+    #[prost(bool, tag = "8")]
+    pub keys_sorted: bool,
+}
+
+/// The metadata block of one column: its pages, in row order.
+#[derive(Clone, PartialEq, prost::Message)]
+pub struct ColumnMetadata {
+    /// The pages.
+    #[prost(message, repeated, tag = "1")]
+    pub pages: Vec<PageMetadata>,
+}
+
+/// One page: how many values it holds, where its buffers are and how they are encoded.
+#[derive(Clone, PartialEq, prost::Message)]
+pub struct PageMetadata {
+    /// Number of values in the page, counted at the column's own level (top-level rows for a
+    /// top-level column, items for the items of a list).
+    #[prost(uint64, tag = "1")]
+    pub num_rows: u64,
+    /// The page's buffers; encodings refer to them by index.
+    #[prost(message, repeated, tag = "2")]
+    pub buffers: Vec<BufferLocation>,
+    /// The encoding tree of the page.
+    #[prost(message, optional, tag = "3")]
+    pub encoding: Option<Encoding>,
+}
+
+/// Where one buffer of a page is in the file.
+#[derive(Clone, Copy, PartialEq, prost::Message)]
+pub struct BufferLocation {
+    /// Absolute file offset.
+    #[prost(uint64, tag = "1")]
+    pub offset: u64,
+    /// Length in bytes.
+    #[prost(uint64, tag = "2")]
+    pub size: u64,
+}
+
+/// A node of a page's encoding tree.
+#[derive(Clone, PartialEq, prost::Message)]
+pub struct Encoding {
+    /// Which encoding, with its parameters and children.
+    #[prost(oneof = "encoding::Kind", tags = "1, 2, 3, 4")]
+    pub kind: Option<encoding::Kind>,
+}
+
+/// The kinds of encoding nodes.
+pub mod encoding {
+    /// The kinds of encoding nodes.
+    #[derive(Clone, PartialEq, prost::Oneof)]
+    pub enum Kind {
+        /// Fixed-width values stored back to back.
+        #[prost(message, tag = "1")]
+        Plain(super::PlainEncoding),
+        /// A validity bitmap over another encoding.
+        #[prost(message, tag = "2")]
+        Nullable(super::NullableEncoding),
+        /// Every value is null; no buffers.
+        #[prost(message, tag = "3")]
+        AllNull(super::AllNullEncoding),
+        /// Variable-width values: offsets and data bytes.
+        #[prost(message, tag = "4")]
+        Binary(super::BinaryEncoding),
+    }
+}
+
+/// Fixed-width values stored back to back (booleans as an LSB-first bitmap).
+#[derive(Clone, Copy, PartialEq, prost::Message)]
+pub struct PlainEncoding {
+    /// Width of one value in bits: 1, or a multiple of 8.
+    #[prost(uint64, tag = "1")]
+    pub bits_per_value: u64,
+    /// Index of the buffer in the page.
+    #[prost(uint32, tag = "2")]
+    pub buffer: u32,
+}
+
+/// A validity bitmap over the values.
+#[derive(Clone, PartialEq, prost::Message)]
+pub struct NullableEncoding {
+    /// Index of the validity bitmap buffer (LSB first, 1 = valid).
+    #[prost(uint32, tag = "1")]
+    pub validity_buffer: u32,
+    /// The values (null slots hold arbitrary values).
+    #[prost(message, optional, boxed, tag = "2")]
+    pub values: Option<Box<Encoding>>,
+}
+
+/// Every value of the page is null.
+#[derive(Clone, Copy, PartialEq, prost::Message)]
+pub struct AllNullEncoding {}
+
+/// Variable-width values: `num_rows + 1` offsets into a data buffer, starting at 0.
+#[derive(Clone, Copy, PartialEq, prost::Message)]
+pub struct BinaryEncoding {
+    /// Width of one offset in bits (32 or 64).
+    #[prost(uint32, tag = "1")]
+    pub bits_per_offset: u32,
+    /// Index of the offsets buffer.
+    #[prost(uint32, tag = "2")]
+    pub offsets_buffer: u32,
+    /// Index of the data buffer.
+    #[prost(uint32, tag = "3")]
+    pub data_buffer: u32,
+}

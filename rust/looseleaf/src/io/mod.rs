@@ -1,0 +1,92 @@
+//! I/O: the one interface schedulers see, and what stands behind it.
+//!
+//! Schedulers never touch storage. They hand [`IoRequest`]s to an [`EncodingsIo`], whose
+//! contract is:
+//! - `submit` never blocks and never waits: it queues the request and returns a future of the
+//!   bytes, one [`Bytes`] per requested range, in the order asked;
+//! - every request carries a [`Priority`], the lowest top-level row it serves; lower rows are
+//!   read first;
+//! - a request's bytes count against the read's buffer budget from the moment its first read is
+//!   issued until its future resolves (the decoder has taken the data) or is dropped.
+//!
+//! Two implementations exist: [`IoScheduler`] performs the reads through a [`RangeReader`]
+//! (object_store underneath) with a bounded I/O depth and byte-based backpressure, and
+//! [`PlanningIo`] only records what would be read, which gives the exact I/O plan of a read
+//! without doing it. [`PageIo`] groups all the ranges one page needs into one request.
+
+mod coalesce;
+mod page_io;
+mod plan;
+mod range_reader;
+mod scheduler;
+
+use std::ops::Range;
+
+use bytes::Bytes;
+use futures::future::BoxFuture;
+
+pub use coalesce::{CoalesceOptions, coalesce_ranges};
+pub use page_io::{FollowUpIo, PageIo};
+pub use plan::{ColumnPlan, IoPlan, PlannedRequest, PlanningIo};
+pub use range_reader::{LocalFileReader, ObjectStoreReader, RangeReader};
+pub use scheduler::{IoOptions, IoScheduler, IoStats};
+
+use crate::error::Result;
+
+/// The priority of an I/O request: the lowest top-level row it serves. Lower is more urgent.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Default)]
+pub struct Priority(pub u64);
+
+/// Whether a request was known when the read was planned, or derived from data read earlier.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum RequestKind {
+    /// Known from the metadata alone.
+    Direct,
+    /// Computed from bytes read earlier (e.g. the data of strings whose offsets were read).
+    Indirect,
+}
+
+/// A request for some byte ranges of the file, made on behalf of one page of one column.
+#[derive(Debug, Clone)]
+pub struct IoRequest {
+    /// Absolute byte ranges, in the order the caller wants them back.
+    pub ranges: Vec<Range<u64>>,
+    /// The lowest top-level row the request serves.
+    pub priority: Priority,
+    /// The column the request reads (for plans and statistics).
+    pub column: u32,
+    /// Direct or indirect.
+    pub kind: RequestKind,
+}
+
+impl IoRequest {
+    /// Total requested bytes.
+    pub fn num_bytes(&self) -> u64 {
+        self.ranges.iter().map(|r| r.end - r.start).sum()
+    }
+}
+
+/// What is known in advance of an indirect step: enough for a plan to report it.
+#[derive(Debug, Clone, Copy)]
+pub struct IndirectHint {
+    /// The column the follow-up reads.
+    pub column: u32,
+    /// The priority of the follow-up request.
+    pub priority: Priority,
+    /// An upper bound of the bytes the follow-up request will read.
+    pub max_bytes: u64,
+}
+
+/// The future of a request's bytes.
+pub type IoFuture = BoxFuture<'static, Result<Vec<Bytes>>>;
+
+/// The I/O interface schedulers see (see the module documentation for its contract).
+pub trait EncodingsIo: Send + Sync {
+    /// Queues a request and returns the future of its bytes. Never blocks.
+    fn submit(&self, request: IoRequest) -> IoFuture;
+
+    /// Runs `step`, a follow-up that submits requests it can only compute from earlier reads,
+    /// apart from the scheduling loop (which goes on without waiting). A planner records `hint`
+    /// instead of running the step.
+    fn spawn_indirect(&self, hint: IndirectHint, step: BoxFuture<'static, ()>);
+}

@@ -1,0 +1,118 @@
+//! [`PageIo`]: the I/O handle a page scheduler uses, which gathers everything one page needs
+//! into a single request.
+//!
+//! The encodings of a page each ask for their own buffers (validity, values, offsets...). Sent
+//! one by one these would be several requests per page; `PageIo` collects them while the page
+//! is being scheduled and submits them as one request when the page scheduler returns, so the
+//! I/O scheduler can coalesce them into as few reads as their layout allows. Follow-up requests
+//! of indirect steps go through [`FollowUpIo`], which submits at once.
+
+use std::ops::Range;
+use std::sync::{Arc, Mutex, OnceLock};
+
+use bytes::Bytes;
+use futures::future::{BoxFuture, FutureExt, Shared};
+
+use super::{EncodingsIo, IndirectHint, IoFuture, IoRequest, Priority, RequestKind};
+use crate::error::{Error, Result};
+
+type SharedBuffers = Shared<BoxFuture<'static, Result<Arc<Vec<Bytes>>>>>;
+
+/// Collects the requests of one page (see the module documentation).
+pub struct PageIo {
+    io: Arc<dyn EncodingsIo>,
+    priority: Priority,
+    column: u32,
+    /// Ranges asked for so far; guarded because `submit` takes `&self`.
+    ranges: Mutex<Vec<Range<u64>>>,
+    /// The combined request, set by [`PageIo::finish`].
+    combined: Arc<OnceLock<SharedBuffers>>,
+    /// Indirect steps, started by [`PageIo::finish`] once the combined request exists (their
+    /// first action is usually to await part of it).
+    indirect: Mutex<Vec<(IndirectHint, BoxFuture<'static, ()>)>>,
+}
+
+impl PageIo {
+    /// A handle for scheduling one page of `column` at `priority`.
+    pub fn new(io: Arc<dyn EncodingsIo>, priority: Priority, column: u32) -> Self {
+        Self { io, priority, column, ranges: Mutex::new(Vec::new()),
+            combined: Arc::new(OnceLock::new()),
+            indirect: Mutex::new(Vec::new()),
+        }
+    }
+
+    /// The priority of the page's requests: the lowest top-level row the page serves.
+    pub fn priority(&self) -> Priority {
+        self.priority
+    }
+
+    /// The column being scheduled.
+    pub fn column(&self) -> u32 {
+        self.column
+    }
+
+    /// Asks for `ranges`; the future resolves to one buffer per range once the page's combined
+    /// request has been read. The future must only be polled after [`PageIo::finish`] (decoders
+    /// and indirect steps are only started after it).
+    pub fn submit(&self, ranges: Vec<Range<u64>>) -> IoFuture {
+        let mut all = self.ranges.lock().unwrap_or_else(|p| p.into_inner());
+        let slots = all.len()..all.len() + ranges.len();
+        all.extend(ranges);
+        let combined = self.combined.clone();
+        Box::pin(async move {
+            let shared = combined
+                .get()
+                .cloned()
+                .ok_or_else(|| Error::Internal("a page's buffers were awaited before the page was scheduled".into()))?;
+            let buffers = shared.await?;
+            Ok(buffers[slots].to_vec())
+        })
+    }
+
+    /// A handle for the follow-up requests of an indirect step of this page.
+    pub fn follow_up(&self) -> FollowUpIo {
+        FollowUpIo { io: self.io.clone(), priority: self.priority, column: self.column }
+    }
+
+    /// Runs an indirect step apart from the scheduling loop (see [`EncodingsIo::spawn_indirect`])
+    /// once the page's combined request has been submitted; `max_bytes` bounds what its
+    /// follow-up will read.
+    pub fn spawn_indirect(&self, max_bytes: u64, step: BoxFuture<'static, ()>) {
+        let hint = IndirectHint { column: self.column, priority: self.priority, max_bytes };
+        self.indirect.lock().unwrap_or_else(|p| p.into_inner()).push((hint, step));
+    }
+
+    /// Submits the combined request of the page. Called once, by the scheduling loop, after the
+    /// page scheduler returned.
+    pub fn finish(self) {
+        let ranges = std::mem::take(&mut *self.ranges.lock().unwrap_or_else(|p| p.into_inner()));
+        // A page without buffers (all null, say) makes no request at all.
+        let future = if ranges.is_empty() {
+            futures::future::ready(Ok(Arc::new(Vec::new()))).boxed().shared()
+        } else {
+            let request = IoRequest { ranges, priority: self.priority, column: self.column, kind: RequestKind::Direct };
+            self.io.submit(request).map(|r| r.map(Arc::new)).boxed().shared()
+        };
+        // `finish` consumes the handle, so the cell is set exactly once.
+        let _ = self.combined.set(future);
+        for (hint, step) in std::mem::take(&mut *self.indirect.lock().unwrap_or_else(|p| p.into_inner())) {
+            self.io.spawn_indirect(hint, step);
+        }
+    }
+}
+
+/// Submits follow-up requests of an indirect step directly, at the priority of the page that
+/// started the step.
+#[derive(Clone)]
+pub struct FollowUpIo {
+    io: Arc<dyn EncodingsIo>,
+    priority: Priority,
+    column: u32,
+}
+
+impl FollowUpIo {
+    /// Submits `ranges` as one indirect request.
+    pub fn submit(&self, ranges: Vec<Range<u64>>) -> IoFuture {
+        self.io.submit(IoRequest { ranges, priority: self.priority, column: self.column, kind: RequestKind::Indirect })
+    }
+}

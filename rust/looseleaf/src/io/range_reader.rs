@@ -1,0 +1,165 @@
+//! [`RangeReader`]: byte ranges of one file, the only storage operation the reader needs.
+
+use std::fmt::Debug;
+use std::ops::Range;
+use std::sync::Arc;
+
+use bytes::Bytes;
+use futures::future::BoxFuture;
+use object_store::path::Path;
+use object_store::{GetOptions, GetRange, ObjectStore, ObjectStoreExt};
+
+use super::IoOptions;
+use crate::error::{Error, Result};
+
+/// Reads byte ranges of one file.
+///
+/// Implementations must return exactly the bytes asked for, or an error: a short read (a file
+/// shorter than its metadata claims) is reported as [`Error::Corrupt`].
+pub trait RangeReader: Send + Sync + Debug {
+    /// The file's location, for error messages.
+    fn location(&self) -> &str;
+
+    /// Reads `range`.
+    fn get_range(&self, range: Range<u64>) -> BoxFuture<'_, Result<Bytes>>;
+
+    /// Reads the last `len` bytes (the whole file if it is shorter) and returns them with the
+    /// file's size, in one storage call where the store allows it.
+    fn get_suffix(&self, len: u64) -> BoxFuture<'_, Result<(Bytes, u64)>>;
+
+    /// The I/O settings that suit this storage when the caller gives none.
+    fn io_defaults(&self) -> IoOptions {
+        IoOptions::LOCAL
+    }
+}
+
+/// A [`RangeReader`] over a file in an [`ObjectStore`].
+#[derive(Debug, Clone)]
+pub struct ObjectStoreReader {
+    store: Arc<dyn ObjectStore>,
+    path: Path,
+    location: String,
+    io_defaults: IoOptions,
+}
+
+impl ObjectStoreReader {
+    /// Reads `path` from `store`; `location` names the file in error messages.
+    ///
+    /// Reads default to [`IoOptions::OBJECT_STORE`]; stores with local latency (memory, local
+    /// files) should say so with [`ObjectStoreReader::with_io_defaults`].
+    pub fn new(store: Arc<dyn ObjectStore>, path: Path, location: impl Into<String>) -> Self {
+        Self { store, path, location: location.into(), io_defaults: IoOptions::OBJECT_STORE }
+    }
+
+    /// Sets the I/O settings used when a read gives none.
+    pub fn with_io_defaults(self, io_defaults: IoOptions) -> Self {
+        Self { io_defaults, ..self }
+    }
+
+    fn map_err(&self, e: object_store::Error) -> Error {
+        Error::io(self.location.clone(), e)
+    }
+}
+
+impl RangeReader for ObjectStoreReader {
+    fn location(&self) -> &str {
+        &self.location
+    }
+
+    fn get_range(&self, range: Range<u64>) -> BoxFuture<'_, Result<Bytes>> {
+        Box::pin(async move {
+            let wanted = range.end - range.start;
+            let bytes = self.store.get_range(&self.path, range.clone()).await.map_err(|e| self.map_err(e))?;
+            if bytes.len() as u64 != wanted {
+                return Err(Error::corrupt(
+                    &self.location,
+                    format!(
+                        "file is truncated: bytes {}..{} were asked for and {} came back",
+                        range.start,
+                        range.end,
+                        bytes.len()
+                    ),
+                ));
+            }
+            Ok(bytes)
+        })
+    }
+
+    fn get_suffix(&self, len: u64) -> BoxFuture<'_, Result<(Bytes, u64)>> {
+        Box::pin(async move {
+            let options = GetOptions::new().with_range(Some(GetRange::Suffix(len)));
+            let result = self.store.get_opts(&self.path, options).await.map_err(|e| self.map_err(e))?;
+            let size = result.meta.size;
+            let bytes = result.bytes().await.map_err(|e| self.map_err(e))?;
+            Ok((bytes, size))
+        })
+    }
+
+    fn io_defaults(&self) -> IoOptions {
+        self.io_defaults
+    }
+}
+
+/// A [`RangeReader`] over a local file, kept open, reading with positioned reads on tokio's
+/// blocking pool (object_store's local store reopens the file on every call).
+#[derive(Debug, Clone)]
+pub struct LocalFileReader {
+    file: Arc<std::fs::File>,
+    size: u64,
+    location: String,
+}
+
+impl LocalFileReader {
+    /// Opens `path`.
+    ///
+    /// # Errors
+    /// [`Error::Io`] if the file cannot be opened.
+    pub fn open(path: impl AsRef<std::path::Path>) -> Result<Self> {
+        let path = path.as_ref();
+        let location = path.display().to_string();
+        let file = std::fs::File::open(path).map_err(|e| Error::io(location.clone(), e))?;
+        let metadata = file.metadata().map_err(|e| Error::io(location.clone(), e))?;
+        if metadata.is_dir() {
+            return Err(Error::InvalidArgument(format!("{location} is a directory, not a looseleaf file")));
+        }
+        Ok(Self { file: Arc::new(file), size: metadata.len(), location })
+    }
+
+    async fn read_at(&self, range: Range<u64>) -> Result<Bytes> {
+        use std::os::unix::fs::FileExt;
+        if range.end > self.size {
+            return Err(Error::corrupt(
+                &self.location,
+                format!("file is truncated: bytes {}..{} were asked for but the file has {} bytes", range.start, range.end, self.size),
+            ));
+        }
+        let file = self.file.clone();
+        let location = self.location.clone();
+        let len = (range.end - range.start) as usize;
+        tokio::task::spawn_blocking(move || {
+            let mut buf = vec![0u8; len];
+            file.read_exact_at(&mut buf, range.start).map_err(|e| Error::io(location, e))?;
+            Ok(Bytes::from(buf))
+        })
+        .await
+        .map_err(|e| Error::Internal(format!("a read task failed: {e}")))?
+    }
+}
+
+impl RangeReader for LocalFileReader {
+    fn location(&self) -> &str {
+        &self.location
+    }
+
+    fn get_range(&self, range: Range<u64>) -> BoxFuture<'_, Result<Bytes>> {
+        Box::pin(self.read_at(range))
+    }
+
+    fn get_suffix(&self, len: u64) -> BoxFuture<'_, Result<(Bytes, u64)>> {
+        Box::pin(async move {
+            let start = self.size.saturating_sub(len);
+            let bytes = if start == self.size { Bytes::new() } else { self.read_at(start..self.size).await? };
+            Ok((bytes, self.size))
+        })
+    }
+}

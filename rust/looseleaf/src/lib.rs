@@ -1,0 +1,74 @@
+//! looseleaf: a columnar file format without row groups, and a reader that separates
+//! scheduling from decoding.
+//!
+//! A file holds one or more *columns* per field; each column is a sequence of *pages* sized in
+//! bytes (8 MiB by default), independent of the other columns' pages. A footer at the end holds
+//! the schema, and a fixed-width column table points at each column's page metadata, so a
+//! reader decodes the metadata of the columns it reads and no others. The byte layout is in
+//! [`format`] and `docs/format.md`.
+//!
+//! Reading runs three loops (see `docs/architecture.md`):
+//!
+//! ```text
+//!  scheduling loop ──requests (priority = top-level row)──▶ IoScheduler ──reads──▶ storage
+//!   (FieldScheduler → ColumnJob → PageScheduler)              │ depth, byte budget, bypass
+//!        │ scheduled pages                                     ▼
+//!        └────────────────────────────────────────────▶ DecodeBatchStream ──▶ RecordBatch
+//!                                                        (decode tasks in parallel, in order)
+//! ```
+//!
+//! # Writing and reading
+//! ```
+//! # use std::sync::Arc;
+//! # use arrow_array::{Int64Array, RecordBatch, StringArray};
+//! # use arrow_schema::{DataType, Field, Schema};
+//! # use futures::TryStreamExt;
+//! # #[tokio::main(flavor = "multi_thread")]
+//! # async fn main() -> looseleaf::Result<()> {
+//! use looseleaf::{FileReader, FileWriter, WriterOptions};
+//!
+//! let schema = Arc::new(Schema::new(vec![
+//!     Field::new("id", DataType::Int64, false),
+//!     Field::new("name", DataType::Utf8, true),
+//! ]));
+//! let batch = RecordBatch::try_new(
+//!     schema.clone(),
+//!     vec![
+//!         Arc::new(Int64Array::from(vec![1, 2, 3])),
+//!         Arc::new(StringArray::from(vec![Some("a"), None, Some("c")])),
+//!     ],
+//! )?;
+//! let dir = tempfile::tempdir().unwrap();
+//! let path = dir.path().join("example.leaf");
+//!
+//! let mut writer = FileWriter::create_path(&path, schema, WriterOptions::default()).await?;
+//! writer.write(&batch).await?;
+//! writer.finish().await?;
+//!
+//! let reader = FileReader::open_path(&path).await?;
+//! let batches: Vec<RecordBatch> = reader.read().with_row_range(1..3).stream().await?.try_collect().await?;
+//! assert_eq!(batches[0], batch.slice(1, 2));
+//! let taken = reader.take(&[2, 0, 2], Some(&["name".to_string()])).await?;
+//! assert_eq!(taken.num_rows(), 3);
+//! # Ok(())
+//! # }
+//! ```
+
+#![warn(missing_docs)]
+
+pub mod decoder;
+pub mod encodings;
+mod error;
+pub mod format;
+pub mod io;
+mod reader;
+pub mod scheduler;
+mod writer;
+
+pub use error::{Error, Result, SourceError};
+pub use io::{IoOptions, IoPlan, IoStats};
+pub use reader::{
+    ColumnSummary, DEFAULT_BATCH_SIZE, FileMetadata, FileReader, PageSummary, ReadBuilder, RecordBatchStream,
+};
+pub use scheduler::RowSelection;
+pub use writer::{DEFAULT_PAGE_SIZE, FileWriter, FinishedFile, WriterOptions};

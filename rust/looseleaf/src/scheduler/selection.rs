@@ -1,0 +1,93 @@
+//! [`RowSelection`]: which top-level rows a read wants.
+
+use std::ops::Range;
+
+use crate::error::{Result, ensure};
+
+/// A set of top-level rows as sorted, disjoint, non-adjacent, non-empty ranges.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct RowSelection {
+    ranges: Vec<Range<u64>>,
+}
+
+impl RowSelection {
+    /// Every row of a file of `num_rows` rows.
+    pub fn all(num_rows: u64) -> Self {
+        Self::from_sorted(vec![0..num_rows])
+    }
+
+    /// The rows of `range`.
+    pub fn range(range: Range<u64>) -> Self {
+        Self::from_sorted(vec![range])
+    }
+
+    /// The rows of `indices`, which must be sorted ascending (duplicates allowed).
+    pub fn from_sorted_indices(indices: &[u64]) -> Self {
+        Self::from_sorted(indices.iter().map(|i| *i..*i + 1).collect())
+    }
+
+    /// Normalises sorted ranges (merging overlapping and touching ones, dropping empty ones).
+    fn from_sorted(ranges: Vec<Range<u64>>) -> Self {
+        let mut out: Vec<Range<u64>> = Vec::with_capacity(ranges.len());
+        for range in ranges.into_iter().filter(|r| r.end > r.start) {
+            match out.last_mut() {
+                Some(last) if range.start <= last.end => last.end = last.end.max(range.end),
+                _ => out.push(range),
+            }
+        }
+        Self { ranges: out }
+    }
+
+    /// Checks that every selected row is below `num_rows`.
+    ///
+    /// # Errors
+    /// [`crate::Error::InvalidArgument`] naming the first row out of range.
+    pub fn check_bounds(&self, num_rows: u64) -> Result<()> {
+        if let Some(last) = self.ranges.last() {
+            ensure!(
+                last.end <= num_rows,
+                invalid,
+                "row {} is out of range for a file of {num_rows} rows",
+                last.end - 1
+            );
+        }
+        Ok(())
+    }
+
+    /// The ranges.
+    pub fn ranges(&self) -> &[Range<u64>] {
+        &self.ranges
+    }
+
+    /// Number of selected rows.
+    pub fn num_rows(&self) -> u64 {
+        self.ranges.iter().map(|r| r.end - r.start).sum()
+    }
+
+    /// The selected rows within `span`, relative to `span.start`.
+    pub fn within(&self, span: Range<u64>) -> Vec<Range<u64>> {
+        let first = self.ranges.partition_point(|r| r.end <= span.start);
+        self.ranges[first..]
+            .iter()
+            .take_while(|r| r.start < span.end)
+            .map(|r| r.start.max(span.start) - span.start..r.end.min(span.end) - span.start)
+            .collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn selection_normalises_and_intersects() {
+        let s = RowSelection::from_sorted_indices(&[1, 2, 2, 3, 7, 9, 10]);
+        assert_eq!(s.ranges(), &[1..4, 7..8, 9..11]);
+        assert_eq!(s.num_rows(), 6);
+        assert_eq!(s.within(0..5), vec![1..4]);
+        assert_eq!(s.within(3..10), vec![0..1, 4..5, 6..7]);
+        assert_eq!(s.within(11..20), Vec::<Range<u64>>::new());
+        assert!(s.check_bounds(11).is_ok());
+        assert!(s.check_bounds(10).is_err());
+    }
+}

@@ -1,0 +1,341 @@
+//! [`FileWriter`]: writing Arrow record batches to a looseleaf file.
+//!
+//! Each column buffers the arrays it receives until they hold a page worth of bytes
+//! ([`WriterOptions::page_size`]), then encodes and writes the page; a batch much larger than a
+//! page is cut into pages directly. Memory is therefore bounded by about one page per column,
+//! whatever the batch sizes.
+//!
+//! The file goes through an object store multipart upload, which makes it visible under its
+//! name only when [`FileWriter::finish`] completes (the local store writes a staging file and
+//! renames it). A writer dropped or aborted before that leaves nothing a reader would open.
+
+use std::sync::Arc;
+
+use arrow_array::{Array, ArrayRef, RecordBatch, make_array};
+use arrow_buffer::Buffer;
+use arrow_data::transform::MutableArrayData;
+use arrow_schema::{DataType, SchemaRef};
+use object_store::path::Path;
+use object_store::{ObjectStore, WriteMultipart};
+
+use crate::encodings::logical::primitive::{array_to_block, encoded_size, rows_within};
+use crate::encodings::physical::encode_block;
+use crate::error::{Error, Result, bail, ensure};
+use crate::format::proto::{BufferLocation, ColumnMetadata, Footer, PageMetadata};
+use crate::format::schema::{FieldColumns, assign_columns, schema_to_proto};
+use crate::format::{self, BUFFER_ALIGNMENT, ColumnEntry, FileTail, MAJOR_VERSION, MINOR_VERSION};
+
+/// Default target size of a page: 8 MiB.
+pub const DEFAULT_PAGE_SIZE: u64 = 8 * 1024 * 1024;
+
+/// How many multipart uploads may be in flight while writing.
+const UPLOAD_CONCURRENCY: usize = 4;
+
+/// Settings of a [`FileWriter`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct WriterOptions {
+    /// Target encoded size of a page in bytes. A page holds at least one row, so a single larger
+    /// value makes a larger page.
+    pub page_size: u64,
+}
+
+impl Default for WriterOptions {
+    fn default() -> Self {
+        Self { page_size: DEFAULT_PAGE_SIZE }
+    }
+}
+
+/// Writes record batches to a looseleaf file.
+pub struct FileWriter {
+    upload: Option<WriteMultipart>,
+    location: String,
+    schema: SchemaRef,
+    fields: Vec<FieldColumns>,
+    columns: Vec<ColumnWriter>,
+    options: WriterOptions,
+    /// Bytes written so far (the offset of the next byte).
+    position: u64,
+    num_rows: u64,
+}
+
+impl std::fmt::Debug for FileWriter {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("FileWriter").field("location", &self.location).field("num_rows", &self.num_rows).finish()
+    }
+}
+
+/// The pages of one column being written.
+struct ColumnWriter {
+    data_type: DataType,
+    /// Arrays received and not yet written, holding less than a page.
+    pending: Vec<ArrayRef>,
+    pending_bytes: u64,
+    pages: Vec<PageMetadata>,
+}
+
+impl FileWriter {
+    /// Starts writing a file of `schema` to `path` in `store`; `location` names the file in
+    /// error messages.
+    ///
+    /// # Errors
+    /// [`Error::Unsupported`] if the schema has a type the format cannot store, [`Error::Io`] if
+    /// the upload cannot be started.
+    pub async fn try_new(
+        store: Arc<dyn ObjectStore>,
+        path: &Path,
+        schema: SchemaRef,
+        options: WriterOptions,
+    ) -> Result<Self> {
+        let location = path.to_string();
+        let fields = assign_columns(&schema)?;
+        let columns = fields
+            .iter()
+            .map(|f| ColumnWriter { data_type: f.field.data_type().clone(), pending: vec![], pending_bytes: 0, pages: vec![] })
+            .collect();
+        ensure!(options.page_size > 0, invalid, "page_size must be positive");
+        let upload = store.put_multipart_opts(path, Default::default()).await.map_err(|e| Error::io(location.clone(), e))?;
+        let mut writer = Self {
+            upload: Some(WriteMultipart::new(upload)),
+            location,
+            schema,
+            fields,
+            columns,
+            options,
+            position: 0,
+            num_rows: 0,
+        };
+        writer.write_bytes(&format::header_bytes()).await?;
+        Ok(writer)
+    }
+
+    /// Starts writing a local file at `path` (absolute or relative to the current directory).
+    pub async fn create_path(path: impl AsRef<std::path::Path>, schema: SchemaRef, options: WriterOptions) -> Result<Self> {
+        let path = path.as_ref();
+        let display = path.display().to_string();
+        let absolute = std::path::absolute(path).map_err(|e| Error::io(display.clone(), e))?;
+        let store_path = Path::from_absolute_path(&absolute).map_err(|e| Error::io(display.clone(), e))?;
+        let store = Arc::new(object_store::local::LocalFileSystem::new());
+        let mut writer = Self::try_new(store, &store_path, schema, options).await?;
+        writer.location = display;
+        Ok(writer)
+    }
+
+    /// The schema being written.
+    pub fn schema(&self) -> &SchemaRef {
+        &self.schema
+    }
+
+    /// Rows written so far.
+    pub fn num_rows(&self) -> u64 {
+        self.num_rows
+    }
+
+    /// Appends the rows of `batch`, writing the pages it fills.
+    ///
+    /// # Errors
+    /// [`Error::Schema`] if the batch does not match the writer's schema; [`Error::Io`] if the
+    /// storage fails (the writer is then unusable and should be dropped).
+    pub async fn write(&mut self, batch: &RecordBatch) -> Result<()> {
+        self.check_batch(batch)?;
+        for index in 0..self.fields.len() {
+            let array = batch.column(index).clone();
+            for page in self.columns[index].append(array, self.options.page_size) {
+                self.write_page(index, page?).await?;
+            }
+        }
+        self.num_rows += batch.num_rows() as u64;
+        Ok(())
+    }
+
+    fn check_batch(&self, batch: &RecordBatch) -> Result<()> {
+        let expected = self.schema.fields();
+        let got = batch.schema();
+        if got.fields().len() != expected.len() {
+            bail!(schema, "batch has {} columns, the file's schema has {}", got.fields().len(), expected.len());
+        }
+        for ((want, have), array) in expected.iter().zip(got.fields()).zip(batch.columns()) {
+            ensure!(
+                want.name() == have.name() && want.data_type() == have.data_type(),
+                schema,
+                "batch column {:?} of type {} does not match the file's column {:?} of type {}",
+                have.name(),
+                have.data_type(),
+                want.name(),
+                want.data_type()
+            );
+            ensure!(
+                want.is_nullable() || array.null_count() == 0,
+                schema,
+                "column {:?} is not nullable but the batch has nulls in it",
+                want.name()
+            );
+        }
+        Ok(())
+    }
+
+    /// Writes the remaining pages, the metadata and the tail, and completes the upload.
+    ///
+    /// # Errors
+    /// [`Error::Io`] if the storage fails; nothing is then visible at the file's path.
+    pub async fn finish(mut self) -> Result<FinishedFile> {
+        for index in 0..self.columns.len() {
+            if let Some(page) = self.columns[index].flush() {
+                self.write_page(index, page?).await?;
+            }
+        }
+        let mut entries = Vec::with_capacity(self.columns.len());
+        for index in 0..self.columns.len() {
+            let metadata = ColumnMetadata { pages: std::mem::take(&mut self.columns[index].pages) };
+            let bytes = prost::Message::encode_to_vec(&metadata);
+            entries.push(ColumnEntry { offset: self.position, length: bytes.len() as u64, crc: crc32fast::hash(&bytes) });
+            self.write_bytes(&bytes).await?;
+        }
+        let table_offset = self.position;
+        for entry in &entries {
+            self.write_bytes(&entry.to_bytes()).await?;
+        }
+        let footer = Footer {
+            fields: schema_to_proto(&self.schema)?,
+            metadata: self.schema.metadata().into(),
+            num_rows: self.num_rows,
+            created_by: format!("looseleaf {}", env!("CARGO_PKG_VERSION")),
+        };
+        let footer_bytes = prost::Message::encode_to_vec(&footer);
+        let tail = FileTail {
+            footer_offset: self.position,
+            footer_length: u32::try_from(footer_bytes.len())
+                .map_err(|_| Error::Unsupported("a schema whose footer exceeds 4 GiB".into()))?,
+            footer_crc: crc32fast::hash(&footer_bytes),
+            table_offset,
+            num_columns: u32::try_from(entries.len()).map_err(|_| Error::Unsupported("more than 2^32 columns".into()))?,
+            major: MAJOR_VERSION,
+            minor: MINOR_VERSION,
+        };
+        self.write_bytes(&footer_bytes).await?;
+        self.write_bytes(&tail.to_bytes()).await?;
+        let upload = self.upload.take().ok_or_else(|| Error::Internal("writer already finished".into()))?;
+        upload.finish().await.map_err(|e| Error::io(self.location.clone(), e))?;
+        Ok(FinishedFile { num_rows: self.num_rows, num_bytes: self.position })
+    }
+
+    /// Abandons the file: nothing is left at its path.
+    pub async fn abort(mut self) -> Result<()> {
+        if let Some(upload) = self.upload.take() {
+            upload.abort().await.map_err(|e| Error::io(self.location.clone(), e))?;
+        }
+        Ok(())
+    }
+
+    async fn write_page(&mut self, column: usize, page: EncodedPage) -> Result<()> {
+        let mut locations = Vec::with_capacity(page.buffers.len());
+        for buffer in &page.buffers {
+            let padding = self.position.next_multiple_of(BUFFER_ALIGNMENT) - self.position;
+            self.write_bytes(&[0u8; BUFFER_ALIGNMENT as usize][..padding as usize]).await?;
+            locations.push(BufferLocation { offset: self.position, size: buffer.len() as u64 });
+            self.write_bytes(buffer.as_slice()).await?;
+        }
+        self.columns[column].pages.push(PageMetadata {
+            num_rows: page.num_rows,
+            buffers: locations,
+            encoding: Some(page.encoding),
+        });
+        Ok(())
+    }
+
+    async fn write_bytes(&mut self, bytes: &[u8]) -> Result<()> {
+        let upload = self.upload.as_mut().ok_or_else(|| Error::Internal("writer already finished".into()))?;
+        upload.wait_for_capacity(UPLOAD_CONCURRENCY).await.map_err(|e| Error::io(self.location.clone(), e))?;
+        upload.write(bytes);
+        self.position += bytes.len() as u64;
+        Ok(())
+    }
+}
+
+/// What [`FileWriter::finish`] wrote.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct FinishedFile {
+    /// Rows written.
+    pub num_rows: u64,
+    /// Size of the file in bytes.
+    pub num_bytes: u64,
+}
+
+/// An encoded page, ready to be written.
+struct EncodedPage {
+    num_rows: u64,
+    buffers: Vec<Buffer>,
+    encoding: crate::format::proto::Encoding,
+}
+
+fn encode_page(array: &dyn Array) -> Result<EncodedPage> {
+    let mut buffers = Vec::new();
+    let encoding = encode_block(array_to_block(array)?, &mut buffers)?;
+    Ok(EncodedPage { num_rows: array.len() as u64, buffers, encoding })
+}
+
+impl ColumnWriter {
+    /// Adds `array` and returns the pages that are now full, encoded.
+    fn append(&mut self, array: ArrayRef, page_size: u64) -> Vec<Result<EncodedPage>> {
+        let mut pages = Vec::new();
+        let mut array = array;
+        if array.is_empty() {
+            return pages;
+        }
+        if !self.pending.is_empty() {
+            let room = page_size.saturating_sub(self.pending_bytes);
+            let fits = rows_within(array.as_ref(), room);
+            if fits == array.len() && encoded_size(array.as_ref()) < room {
+                self.pending_bytes += encoded_size(array.as_ref());
+                self.pending.push(array);
+                return pages;
+            }
+            self.pending.push(array.slice(0, fits));
+            pages.extend(self.flush());
+            array = array.slice(fits, array.len() - fits);
+        }
+        while !array.is_empty() && encoded_size(array.as_ref()) >= page_size {
+            let rows = rows_within(array.as_ref(), page_size);
+            pages.push(encode_page(&array.slice(0, rows)));
+            array = array.slice(rows, array.len() - rows);
+        }
+        if !array.is_empty() {
+            self.pending_bytes = encoded_size(array.as_ref());
+            self.pending.push(compact(array));
+        }
+        pages
+    }
+
+    /// Encodes the pending arrays as one page, if there are any.
+    fn flush(&mut self) -> Option<Result<EncodedPage>> {
+        if self.pending.is_empty() {
+            return None;
+        }
+        let pending = std::mem::take(&mut self.pending);
+        self.pending_bytes = 0;
+        let refs: Vec<&dyn Array> = pending.iter().map(|a| a.as_ref()).collect();
+        Some(
+            arrow_select::concat::concat(&refs)
+                .map_err(Error::from)
+                .and_then(|array| {
+                    ensure!(array.data_type() == &self.data_type, internal, "column received a different type");
+                    encode_page(array.as_ref())
+                }),
+        )
+    }
+}
+
+/// Copies a slice out of a larger array so that buffering it does not keep the whole array
+/// alive (which would break the writer's memory bound).
+fn compact(array: ArrayRef) -> ArrayRef {
+    if array.get_buffer_memory_size() as u64 <= 2 * encoded_size(array.as_ref()) + 4096 {
+        return array;
+    }
+    let data = array.to_data();
+    let mut copy = MutableArrayData::new(vec![&data], false, array.len());
+    // Copying rows of an array into one of the same length cannot overflow its offsets; if it
+    // somehow did, keeping the slice is still correct, only less frugal.
+    match copy.try_extend(0, 0, array.len()) {
+        Ok(()) => make_array(copy.freeze()),
+        Err(_) => array,
+    }
+}
