@@ -149,6 +149,11 @@ impl FileReader {
         &self.inner.created_by
     }
 
+    /// The I/O settings reads use unless told otherwise (they depend on the storage).
+    pub fn io_defaults(&self) -> IoOptions {
+        self.inner.reader.io_defaults()
+    }
+
     /// The fields and the columns that store them.
     pub fn field_columns(&self) -> &[FieldColumns] {
         &self.inner.fields
@@ -281,9 +286,10 @@ impl FileReader {
         fields
             .iter()
             .map(|tree| {
-                let column = tree.column.and_then(|c| pages.get(&c)).ok_or_else(|| {
-                    Error::Internal(format!("field {:?} has no loaded column", tree.field.name()))
-                })?;
+                let column = tree
+                    .column
+                    .and_then(|c| pages.get(&c))
+                    .ok_or_else(|| Error::Internal(format!("field {:?} has no loaded column", tree.field.name())))?;
                 ensure!(
                     column.num_rows() == self.num_rows(),
                     corrupt,
@@ -292,7 +298,8 @@ impl FileReader {
                     column.num_rows(),
                     self.num_rows()
                 );
-                Ok(Box::new(PrimitiveFieldScheduler::new(tree.field.clone(), column.clone())) as Box<dyn FieldScheduler>)
+                Ok(Box::new(PrimitiveFieldScheduler::new(tree.field.clone(), column.clone()))
+                    as Box<dyn FieldScheduler>)
             })
             .collect()
     }
@@ -317,7 +324,12 @@ impl FileReader {
     }
 }
 
-fn describe_columns(tree: &FieldColumns, prefix: &str, pages: &HashMap<u32, Arc<ColumnPages>>, out: &mut Vec<ColumnSummary>) {
+fn describe_columns(
+    tree: &FieldColumns,
+    prefix: &str,
+    pages: &HashMap<u32, Arc<ColumnPages>>,
+    out: &mut Vec<ColumnSummary>,
+) {
     let path = if prefix.is_empty() { tree.field.name().clone() } else { format!("{prefix}.{}", tree.field.name()) };
     if let Some(column) = tree.column.and_then(|c| pages.get(&c)) {
         out.push(ColumnSummary {
@@ -392,7 +404,14 @@ pub struct ReadBuilder {
 
 impl ReadBuilder {
     fn new(file: FileReader) -> Self {
-        Self { file, columns: None, selection: None, batch_size: DEFAULT_BATCH_SIZE, io: None, decode_parallelism: None }
+        Self {
+            file,
+            columns: None,
+            selection: None,
+            batch_size: DEFAULT_BATCH_SIZE,
+            io: None,
+            decode_parallelism: None,
+        }
     }
 
     /// Reads only these top-level columns, in this order.
@@ -507,6 +526,11 @@ impl RecordBatchStream {
     /// The read's I/O counters so far.
     pub fn io_stats(&self) -> IoStats {
         self.io.stats()
+    }
+
+    /// The read's I/O scheduler (a handle that outlives the stream, for its counters).
+    pub fn io_scheduler(&self) -> &IoScheduler {
+        &self.io
     }
 }
 

@@ -90,10 +90,16 @@ impl FileWriter {
         let fields = assign_columns(&schema)?;
         let columns = fields
             .iter()
-            .map(|f| ColumnWriter { data_type: f.field.data_type().clone(), pending: vec![], pending_bytes: 0, pages: vec![] })
+            .map(|f| ColumnWriter {
+                data_type: f.field.data_type().clone(),
+                pending: vec![],
+                pending_bytes: 0,
+                pages: vec![],
+            })
             .collect();
         ensure!(options.page_size > 0, invalid, "page_size must be positive");
-        let upload = store.put_multipart_opts(path, Default::default()).await.map_err(|e| Error::io(location.clone(), e))?;
+        let upload =
+            store.put_multipart_opts(path, Default::default()).await.map_err(|e| Error::io(location.clone(), e))?;
         let mut writer = Self {
             upload: Some(WriteMultipart::new(upload)),
             location,
@@ -109,7 +115,11 @@ impl FileWriter {
     }
 
     /// Starts writing a local file at `path` (absolute or relative to the current directory).
-    pub async fn create_path(path: impl AsRef<std::path::Path>, schema: SchemaRef, options: WriterOptions) -> Result<Self> {
+    pub async fn create_path(
+        path: impl AsRef<std::path::Path>,
+        schema: SchemaRef,
+        options: WriterOptions,
+    ) -> Result<Self> {
         let path = path.as_ref();
         let display = path.display().to_string();
         let absolute = std::path::absolute(path).map_err(|e| Error::io(display.clone(), e))?;
@@ -187,7 +197,11 @@ impl FileWriter {
         for index in 0..self.columns.len() {
             let metadata = ColumnMetadata { pages: std::mem::take(&mut self.columns[index].pages) };
             let bytes = prost::Message::encode_to_vec(&metadata);
-            entries.push(ColumnEntry { offset: self.position, length: bytes.len() as u64, crc: crc32fast::hash(&bytes) });
+            entries.push(ColumnEntry {
+                offset: self.position,
+                length: bytes.len() as u64,
+                crc: crc32fast::hash(&bytes),
+            });
             self.write_bytes(&bytes).await?;
         }
         let table_offset = self.position;
@@ -207,7 +221,8 @@ impl FileWriter {
                 .map_err(|_| Error::Unsupported("a schema whose footer exceeds 4 GiB".into()))?,
             footer_crc: crc32fast::hash(&footer_bytes),
             table_offset,
-            num_columns: u32::try_from(entries.len()).map_err(|_| Error::Unsupported("more than 2^32 columns".into()))?,
+            num_columns: u32::try_from(entries.len())
+                .map_err(|_| Error::Unsupported("more than 2^32 columns".into()))?,
             major: MAJOR_VERSION,
             minor: MINOR_VERSION,
         };
@@ -313,14 +328,10 @@ impl ColumnWriter {
         let pending = std::mem::take(&mut self.pending);
         self.pending_bytes = 0;
         let refs: Vec<&dyn Array> = pending.iter().map(|a| a.as_ref()).collect();
-        Some(
-            arrow_select::concat::concat(&refs)
-                .map_err(Error::from)
-                .and_then(|array| {
-                    ensure!(array.data_type() == &self.data_type, internal, "column received a different type");
-                    encode_page(array.as_ref())
-                }),
-        )
+        Some(arrow_select::concat::concat(&refs).map_err(Error::from).and_then(|array| {
+            ensure!(array.data_type() == &self.data_type, internal, "column received a different type");
+            encode_page(array.as_ref())
+        }))
     }
 }
 

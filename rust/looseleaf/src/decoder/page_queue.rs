@@ -68,7 +68,11 @@ impl PageQueue {
             match self.receiver.recv().await {
                 Some(page) => {
                     self.queued_rows += page.num_rows;
-                    self.queue.push_back(QueuedPage { num_rows: page.num_rows, consumed: 0, state: PageState::Loading(page.load) });
+                    self.queue.push_back(QueuedPage {
+                        num_rows: page.num_rows,
+                        consumed: 0,
+                        state: PageState::Loading(page.load),
+                    });
                 }
                 None => return Err(self.context.pages_ended_error("a column")),
             }

@@ -34,7 +34,11 @@ impl FieldDecoder for PrimitiveFieldDecoder {
             let task: DecodeTask = Box::new(move || {
                 let decode = || {
                     let blocks = pieces.iter().map(|p| p.decode()).collect::<Result<Vec<_>>>()?;
-                    let block = if blocks.is_empty() { DataBlock::AllNull { num_values: 0 } } else { DataBlock::concat(blocks)? };
+                    let block = if blocks.is_empty() {
+                        DataBlock::AllNull { num_values: 0 }
+                    } else {
+                        DataBlock::concat(blocks)?
+                    };
                     block_to_array(block, &data_type)
                 };
                 decode().map_err(|e| e.with_location(&location))

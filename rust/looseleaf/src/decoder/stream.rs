@@ -52,7 +52,11 @@ impl DecodeBatchStream {
     }
 
     /// The batches, decoded by up to `parallelism` tasks at once on `runtime`, in order.
-    pub fn into_stream(self, parallelism: usize, runtime: tokio::runtime::Handle) -> BoxStream<'static, Result<RecordBatch>> {
+    pub fn into_stream(
+        self,
+        parallelism: usize,
+        runtime: tokio::runtime::Handle,
+    ) -> BoxStream<'static, Result<RecordBatch>> {
         futures::stream::unfold(self, |mut stream| async move { stream.next_task().await.map(|task| (task, stream)) })
             .map(move |task| {
                 let runtime = runtime.clone();

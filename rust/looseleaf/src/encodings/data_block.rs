@@ -161,7 +161,8 @@ impl DataBlock {
                 num_values,
             }),
             DataBlock::VariableWidth(b) => DataBlock::VariableWidth(VariableWidthBlock {
-                offsets: MutableBuffer::from_len_zeroed(((num_values + 1) * b.bits_per_offset as u64 / 8) as usize).into(),
+                offsets: MutableBuffer::from_len_zeroed(((num_values + 1) * b.bits_per_offset as u64 / 8) as usize)
+                    .into(),
                 bits_per_offset: b.bits_per_offset,
                 data: Buffer::from_vec(Vec::<u8>::new()),
                 num_values,
@@ -240,9 +241,19 @@ impl VariableWidthBlock {
         let end = offsets.last().copied().unwrap_or(0);
         Ok(if end <= i32::MAX as u64 {
             let narrow: Vec<u32> = offsets.iter().map(|o| *o as u32).collect();
-            VariableWidthBlock { offsets: Buffer::from_vec(narrow), bits_per_offset: 32, data: data.into(), num_values: total_values }
+            VariableWidthBlock {
+                offsets: Buffer::from_vec(narrow),
+                bits_per_offset: 32,
+                data: data.into(),
+                num_values: total_values,
+            }
         } else {
-            VariableWidthBlock { offsets: Buffer::from_vec(offsets), bits_per_offset: 64, data: data.into(), num_values: total_values }
+            VariableWidthBlock {
+                offsets: Buffer::from_vec(offsets),
+                bits_per_offset: 64,
+                data: data.into(),
+                num_values: total_values,
+            }
         })
     }
 }

@@ -129,9 +129,8 @@ impl FileTail {
             minor: u16_at(30),
         };
         let metadata_end = file_size - TAIL_LEN;
-        let table_end = (tail.num_columns as u64)
-            .checked_mul(COLUMN_ENTRY_LEN)
-            .and_then(|n| n.checked_add(tail.table_offset));
+        let table_end =
+            (tail.num_columns as u64).checked_mul(COLUMN_ENTRY_LEN).and_then(|n| n.checked_add(tail.table_offset));
         ensure!(
             tail.table_offset >= HEADER_LEN && table_end.is_some_and(|end| end <= tail.footer_offset),
             corrupt,

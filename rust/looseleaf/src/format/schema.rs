@@ -75,8 +75,7 @@ pub fn assign_columns(schema: &Schema) -> Result<Vec<FieldColumns>> {
 
 fn assign_field(field: &FieldRef, next: &mut u32) -> Result<FieldColumns> {
     let data_type = field.data_type();
-    if matches!(data_type, DataType::Null) || fixed_width_bits(data_type).is_some() || is_variable_width(data_type)
-    {
+    if matches!(data_type, DataType::Null) || fixed_width_bits(data_type).is_some() || is_variable_width(data_type) {
         let column = *next;
         *next = next.checked_add(1).ok_or_else(|| Error::Unsupported("more than 2^32 columns".into()))?;
         return Ok(FieldColumns { field: field.clone(), column: Some(column), children: vec![] });
@@ -149,7 +148,10 @@ fn type_to_proto(data_type: &DataType, name: &str) -> Result<proto::DataType> {
         DataType::Interval(IntervalUnit::YearMonth) => TypeKind::IntervalYearMonth,
         DataType::Interval(IntervalUnit::DayTime) => TypeKind::IntervalDayTime,
         DataType::Interval(IntervalUnit::MonthDayNano) => TypeKind::IntervalMonthDayNano,
-        DataType::Decimal32(p, s) | DataType::Decimal64(p, s) | DataType::Decimal128(p, s) | DataType::Decimal256(p, s) => {
+        DataType::Decimal32(p, s)
+        | DataType::Decimal64(p, s)
+        | DataType::Decimal128(p, s)
+        | DataType::Decimal256(p, s) => {
             out.precision = *p as u32;
             out.scale = *s as i32;
             match data_type {
@@ -183,10 +185,7 @@ pub fn schema_from_proto(
     num_columns: u32,
 ) -> Result<(Arc<Schema>, Vec<FieldColumns>)> {
     let mut seen = vec![false; num_columns as usize];
-    let trees = fields
-        .iter()
-        .map(|f| field_from_proto(f, &mut seen))
-        .collect::<Result<Vec<_>>>()?;
+    let trees = fields.iter().map(|f| field_from_proto(f, &mut seen)).collect::<Result<Vec<_>>>()?;
     ensure!(seen.iter().all(|s| *s), corrupt, "the schema does not use every column of the file");
     let schema = Schema::new(trees.iter().map(|t| t.field.clone()).collect::<Vec<_>>()).with_metadata(metadata.clone());
     Ok((Arc::new(schema), trees))

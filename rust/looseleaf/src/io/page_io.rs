@@ -35,7 +35,11 @@ pub struct PageIo {
 impl PageIo {
     /// A handle for scheduling one page of `column` at `priority`.
     pub fn new(io: Arc<dyn EncodingsIo>, priority: Priority, column: u32) -> Self {
-        Self { io, priority, column, ranges: Mutex::new(Vec::new()),
+        Self {
+            io,
+            priority,
+            column,
+            ranges: Mutex::new(Vec::new()),
             combined: Arc::new(OnceLock::new()),
             indirect: Mutex::new(Vec::new()),
         }

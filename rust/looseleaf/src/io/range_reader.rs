@@ -130,7 +130,10 @@ impl LocalFileReader {
         if range.end > self.size {
             return Err(Error::corrupt(
                 &self.location,
-                format!("file is truncated: bytes {}..{} were asked for but the file has {} bytes", range.start, range.end, self.size),
+                format!(
+                    "file is truncated: bytes {}..{} were asked for but the file has {} bytes",
+                    range.start, range.end, self.size
+                ),
             ));
         }
         let file = self.file.clone();

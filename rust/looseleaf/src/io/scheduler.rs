@@ -511,11 +511,8 @@ mod tests {
         IoRequest { ranges: vec![range], priority: Priority(priority), column: 0, kind: RequestKind::Direct }
     }
 
-    const OPTS: IoOptions = IoOptions {
-        io_depth: 1,
-        buffer_bytes: 100,
-        coalesce: CoalesceOptions { gap: 0, max_read: 1000 },
-    };
+    const OPTS: IoOptions =
+        IoOptions { io_depth: 1, buffer_bytes: 100, coalesce: CoalesceOptions { gap: 0, max_read: 1000 } };
 
     #[tokio::test]
     async fn issues_by_priority_with_depth_one() {
@@ -582,7 +579,8 @@ mod tests {
     fn assemble_cuts_ranges_across_split_reads() {
         let data: Vec<u8> = (0..100).collect();
         let reads = vec![0..40, 40..80, 90..100];
-        let results = reads.iter().map(|r| Some(Bytes::copy_from_slice(&data[r.start as usize..r.end as usize]))).collect();
+        let results =
+            reads.iter().map(|r| Some(Bytes::copy_from_slice(&data[r.start as usize..r.end as usize]))).collect();
         let out = assemble(&[30..50, 0..10, 95..100, 7..7], &reads, results).unwrap();
         assert_eq!(&out[0][..], &data[30..50]);
         assert_eq!(&out[1][..], &data[0..10]);

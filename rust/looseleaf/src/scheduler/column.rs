@@ -79,7 +79,12 @@ impl ColumnPages {
         let page = &self.pages[index];
         let context = PageContext { buffers: &page.buffers, num_rows: page.num_rows, data_end: self.data_end };
         let scheduler = page_scheduler(page.encoding.as_ref(), &context)?;
-        ensure!(scheduler.num_rows() == page.num_rows, corrupt, "page {index} of column {} is inconsistent", self.column);
+        ensure!(
+            scheduler.num_rows() == page.num_rows,
+            corrupt,
+            "page {index} of column {} is inconsistent",
+            self.column
+        );
         Ok(scheduler)
     }
 }
@@ -113,7 +118,11 @@ pub struct TopLevelColumnJob {
 impl TopLevelColumnJob {
     /// A job scheduling the pages of `column` that hold rows of `selection`, sending them to
     /// `sender`.
-    pub fn new(column: Arc<ColumnPages>, selection: &RowSelection, sender: mpsc::UnboundedSender<ScheduledPage>) -> Self {
+    pub fn new(
+        column: Arc<ColumnPages>,
+        selection: &RowSelection,
+        sender: mpsc::UnboundedSender<ScheduledPage>,
+    ) -> Self {
         let pending = column.select(selection).into();
         Self { column, pending, sender }
     }

@@ -67,7 +67,11 @@ pub trait FieldScheduler: Send + Sync {
 ///
 /// On error the loop stops, keeps the error in `context` for the decoders and returns it. The
 /// jobs (and with them the channels to the decoders) are dropped when it returns.
-pub fn run_scheduling_loop(jobs: Vec<Box<dyn ColumnJob>>, io: &Arc<dyn EncodingsIo>, context: &ReadContext) -> Result<()> {
+pub fn run_scheduling_loop(
+    jobs: Vec<Box<dyn ColumnJob>>,
+    io: &Arc<dyn EncodingsIo>,
+    context: &ReadContext,
+) -> Result<()> {
     let result = schedule_all(jobs, io);
     if let Err(e) = &result {
         let _ = context.scheduling_error.set(e.clone().with_location(&context.location));

@@ -16,9 +16,7 @@ use std::sync::Arc;
 
 use arrow_array::cast::AsArray;
 use arrow_array::types::{BinaryViewType, StringViewType};
-use arrow_array::{
-    Array, ArrayRef, BooleanArray, GenericByteViewArray, NullArray, make_array, new_null_array,
-};
+use arrow_array::{Array, ArrayRef, BooleanArray, GenericByteViewArray, NullArray, make_array, new_null_array};
 use arrow_buffer::{Buffer, MutableBuffer, NullBuffer};
 use arrow_data::ArrayDataBuilder;
 use arrow_schema::DataType;
@@ -52,7 +50,8 @@ fn values_to_block(array: &dyn Array) -> Result<DataBlock> {
     if let Some(bits) = fixed_width_bits(data_type) {
         let data = array.to_data();
         let w = (bits / 8) as usize;
-        let buffer = data.buffers().first().ok_or_else(|| Error::Internal("fixed-width array without buffer".into()))?;
+        let buffer =
+            data.buffers().first().ok_or_else(|| Error::Internal("fixed-width array without buffer".into()))?;
         let data = buffer.slice_with_length(data.offset() * w, array.len() * w);
         return Ok(DataBlock::FixedWidth(FixedWidthBlock { data, bits_per_value: bits, num_values: len }));
     }
@@ -114,14 +113,14 @@ pub fn block_to_array(block: DataBlock, data_type: &DataType) -> Result<ArrayRef
         DataBlock::Nullable { validity, values } => (Some(NullBuffer::new(validity)), *values),
         other => (None, other),
     };
-    ensure!(
-        values.num_values() as usize == num_values,
-        corrupt,
-        "validity and values hold different numbers of rows"
-    );
+    ensure!(values.num_values() as usize == num_values, corrupt, "validity and values hold different numbers of rows");
     match (data_type, values) {
         (DataType::Boolean, DataBlock::Boolean(bits)) => {
-            ensure!(nulls.as_ref().is_none_or(|n| n.len() == bits.len()), corrupt, "validity and values differ in length");
+            ensure!(
+                nulls.as_ref().is_none_or(|n| n.len() == bits.len()),
+                corrupt,
+                "validity and values differ in length"
+            );
             Ok(Arc::new(BooleanArray::new(bits, nulls)))
         }
         (_, DataBlock::FixedWidth(block)) if fixed_width_bits(data_type) == Some(block.bits_per_value) => {
@@ -133,7 +132,9 @@ pub fn block_to_array(block: DataBlock, data_type: &DataType) -> Result<ArrayRef
                 .build()?;
             Ok(make_array(data))
         }
-        (_, DataBlock::VariableWidth(block)) if is_variable_width(data_type) => variable_width_array(block, nulls, data_type),
+        (_, DataBlock::VariableWidth(block)) if is_variable_width(data_type) => {
+            variable_width_array(block, nulls, data_type)
+        }
         (_, other) => {
             bail!(corrupt, "a page of a {data_type} column decodes to an incompatible block ({})", block_kind(&other))
         }
@@ -150,7 +151,11 @@ fn block_kind(block: &DataBlock) -> &'static str {
     }
 }
 
-fn variable_width_array(block: VariableWidthBlock, nulls: Option<NullBuffer>, data_type: &DataType) -> Result<ArrayRef> {
+fn variable_width_array(
+    block: VariableWidthBlock,
+    nulls: Option<NullBuffer>,
+    data_type: &DataType,
+) -> Result<ArrayRef> {
     let large = matches!(data_type, DataType::LargeUtf8 | DataType::LargeBinary);
     let wanted_bits = if large { 64 } else { 32 };
     let offsets = if block.bits_per_offset == wanted_bits {

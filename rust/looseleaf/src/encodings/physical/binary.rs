@@ -73,17 +73,18 @@ impl PageScheduler for BinaryScheduler {
                 ensure!(buffers.len() == 2, internal, "binary page loaded {} of 2 buffers", buffers.len());
                 let data = Buffer::from(buffers.pop().unwrap_or_default());
                 let offsets = aligned(buffers.pop().unwrap_or_default(), bits_per_offset as usize / 8);
-                Ok(Box::new(BinaryDecoder::Whole(VariableWidthBlock { offsets, bits_per_offset, data, num_values: num_rows }))
-                    as Box<dyn PageDecoder>)
+                Ok(Box::new(BinaryDecoder::Whole(VariableWidthBlock {
+                    offsets,
+                    bits_per_offset,
+                    data,
+                    num_values: num_rows,
+                })) as Box<dyn PageDecoder>)
             });
         }
 
         let w = self.width();
         let offsets_loaded = io.submit(
-            ranges
-                .iter()
-                .map(|r| self.offsets.offset + r.start * w..self.offsets.offset + (r.end + 1) * w)
-                .collect(),
+            ranges.iter().map(|r| self.offsets.offset + r.start * w..self.offsets.offset + (r.end + 1) * w).collect(),
         );
         let follow_up = io.follow_up();
         let data = self.data;
@@ -97,7 +98,9 @@ impl PageScheduler for BinaryScheduler {
                 let offsets = offsets.iter().map(|b| parse_offsets(b, w, data.size)).collect::<Result<Vec<_>>>()?;
                 let data_ranges = offsets
                     .iter()
-                    .map(|o| data.offset + o.first().copied().unwrap_or(0)..data.offset + o.last().copied().unwrap_or(0))
+                    .map(|o| {
+                        data.offset + o.first().copied().unwrap_or(0)..data.offset + o.last().copied().unwrap_or(0)
+                    })
                     .collect();
                 Ok((offsets, follow_up.submit(data_ranges)))
             }
@@ -111,8 +114,15 @@ impl PageScheduler for BinaryScheduler {
                 .await
                 .map_err(|_| Error::Internal("the indirect read of a binary page was cancelled".into()))??;
             let data = data_loaded.await?;
-            ensure!(data.len() == offsets.len(), internal, "binary page loaded {} of {} ranges", data.len(), offsets.len());
-            Ok(Box::new(BinaryDecoder::Parts { parts: offsets.into_iter().zip(data).collect(), index }) as Box<dyn PageDecoder>)
+            ensure!(
+                data.len() == offsets.len(),
+                internal,
+                "binary page loaded {} of {} ranges",
+                data.len(),
+                offsets.len()
+            );
+            Ok(Box::new(BinaryDecoder::Parts { parts: offsets.into_iter().zip(data).collect(), index })
+                as Box<dyn PageDecoder>)
         })
     }
 }
@@ -169,7 +179,8 @@ impl PageDecoder for BinaryDecoder {
                     .filter(|end| *end <= block.num_values)
                     .ok_or_else(|| Error::Internal("rows past the end of a binary page".into()))?;
                 let w = block.bits_per_offset as usize / 8;
-                let offsets = block.offsets.slice_with_length(rows_to_skip as usize * w, (end - rows_to_skip) as usize * w + w);
+                let offsets =
+                    block.offsets.slice_with_length(rows_to_skip as usize * w, (end - rows_to_skip) as usize * w + w);
                 Ok(DataBlock::VariableWidth(VariableWidthBlock {
                     offsets,
                     bits_per_offset: block.bits_per_offset,

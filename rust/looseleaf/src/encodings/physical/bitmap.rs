@@ -36,15 +36,16 @@ impl BitmapScheduler {
 
     /// The byte ranges holding the bits of `ranges`.
     fn byte_ranges(&self, ranges: &[Range<u64>]) -> Vec<Range<u64>> {
-        ranges
-            .iter()
-            .map(|r| self.buffer.offset + r.start / 8..self.buffer.offset + r.end.div_ceil(8))
-            .collect()
+        ranges.iter().map(|r| self.buffer.offset + r.start / 8..self.buffer.offset + r.end.div_ceil(8)).collect()
     }
 
     /// Schedules `ranges` and returns the future of a [`BitmapDecoder`] (used directly by
     /// the nullable encoding, which needs the bits themselves).
-    pub fn schedule_bits(&self, ranges: &[Range<u64>], io: &PageIo) -> futures::future::BoxFuture<'static, Result<BitmapDecoder>> {
+    pub fn schedule_bits(
+        &self,
+        ranges: &[Range<u64>],
+        io: &PageIo,
+    ) -> futures::future::BoxFuture<'static, Result<BitmapDecoder>> {
         let loaded = io.submit(self.byte_ranges(ranges));
         let parts: Vec<(u64, u64)> = ranges.iter().map(|r| (r.start % 8, r.end - r.start)).collect();
         Box::pin(async move {

@@ -70,7 +70,9 @@ pub fn page_scheduler(encoding: Option<&proto::Encoding>, page: &PageContext) ->
         bail!(unsupported, "a page has an encoding this reader does not know (written by a newer version?)")
     };
     Ok(match kind {
-        Kind::Plain(plain) if plain.bits_per_value == 1 => Box::new(bitmap::BitmapScheduler::try_new(plain.buffer, page)?),
+        Kind::Plain(plain) if plain.bits_per_value == 1 => {
+            Box::new(bitmap::BitmapScheduler::try_new(plain.buffer, page)?)
+        }
         Kind::Plain(plain) => Box::new(plain::PlainScheduler::try_new(plain, page)?),
         Kind::Nullable(nullable) => Box::new(nullable::NullableScheduler::try_new(nullable, page)?),
         Kind::AllNull(_) => Box::new(nullable::AllNullScheduler::new(page.num_rows)),
@@ -90,20 +92,17 @@ pub fn encode_block(block: DataBlock, buffers: &mut Vec<Buffer>) -> Result<proto
         DataBlock::Boolean(bits) => {
             Kind::Plain(proto::PlainEncoding { bits_per_value: 1, buffer: push(buffers, bits.sliced()) })
         }
-        DataBlock::FixedWidth(block) => {
-            Kind::Plain(proto::PlainEncoding { bits_per_value: block.bits_per_value, buffer: push(buffers, block.data) })
-        }
+        DataBlock::FixedWidth(block) => Kind::Plain(proto::PlainEncoding {
+            bits_per_value: block.bits_per_value,
+            buffer: push(buffers, block.data),
+        }),
         DataBlock::VariableWidth(block) => {
             // Pages store offsets starting at zero and only the bytes they index.
             let n = block.num_values as usize;
             let exact = block.bits_per_offset == 32
                 && block.offset_at(0) == Some(0)
                 && block.offset_at(n) == Some(block.data.len() as u64);
-            let block = if exact {
-                block
-            } else {
-                super::VariableWidthBlock::concat(&[block])?
-            };
+            let block = if exact { block } else { super::VariableWidthBlock::concat(&[block])? };
             let offsets_buffer = push(buffers, block.offsets);
             let data_buffer = push(buffers, block.data);
             Kind::Binary(proto::BinaryEncoding { bits_per_offset: block.bits_per_offset, offsets_buffer, data_buffer })

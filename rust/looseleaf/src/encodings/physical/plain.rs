@@ -94,6 +94,10 @@ impl PageDecoder for PlainDecoder {
             }
             out.into()
         };
-        Ok(DataBlock::FixedWidth(FixedWidthBlock { data, bits_per_value: self.bytes_per_value * 8, num_values: num_rows }))
+        Ok(DataBlock::FixedWidth(FixedWidthBlock {
+            data,
+            bits_per_value: self.bytes_per_value * 8,
+            num_values: num_rows,
+        }))
     }
 }

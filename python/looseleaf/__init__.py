@@ -1,0 +1,39 @@
+"""looseleaf: a columnar file format without row groups, and a fast scheduled reader for it.
+
+Write Arrow data with :func:`write_table` or :class:`FileWriter`; read it back with
+:func:`open`, which returns a :class:`FileReader` (scan, projection, row ranges, ``take`` of any
+rows, and the I/O plan of a read without doing it). Data crosses between Python and the Rust
+engine without copies, through the Arrow PyCapsule interface.
+"""
+
+from __future__ import annotations
+
+from ._looseleaf import __version__
+from .exceptions import (
+    CorruptFileError,
+    InvalidArgumentError,
+    LooseleafError,
+    LooseleafIOError,
+    NotFoundError,
+    SchemaMismatchError,
+    UnsupportedError,
+)
+from .reader import DEFAULT_BATCH_SIZE, FileReader, open
+from .writer import DEFAULT_PAGE_SIZE, FileWriter, write_table
+
+__all__ = [
+    "DEFAULT_BATCH_SIZE",
+    "DEFAULT_PAGE_SIZE",
+    "CorruptFileError",
+    "FileReader",
+    "FileWriter",
+    "InvalidArgumentError",
+    "LooseleafError",
+    "LooseleafIOError",
+    "NotFoundError",
+    "SchemaMismatchError",
+    "UnsupportedError",
+    "__version__",
+    "open",
+    "write_table",
+]

@@ -1,0 +1,47 @@
+"""Exceptions raised by looseleaf.
+
+Every error names the file and what is wrong with it. The classes also derive from the built-in
+exception a Python user would expect (``ValueError`` for bad arguments, ``OSError`` for storage
+failures, ``FileNotFoundError`` for a missing file), so existing ``except`` clauses keep working.
+"""
+
+from __future__ import annotations
+
+
+class LooseleafError(Exception):
+    """Base class of every looseleaf error."""
+
+
+class LooseleafIOError(LooseleafError, OSError):
+    """The storage failed (permission denied, network error, ...)."""
+
+
+class NotFoundError(LooseleafIOError, FileNotFoundError):
+    """The file does not exist."""
+
+
+class CorruptFileError(LooseleafError):
+    """The file is not a looseleaf file, was not finished by its writer, or is damaged."""
+
+
+class UnsupportedError(LooseleafError):
+    """A type, encoding or storage this version does not support."""
+
+
+class InvalidArgumentError(LooseleafError, ValueError):
+    """An argument cannot be honoured (unknown column, row out of range, ...)."""
+
+
+class SchemaMismatchError(LooseleafError, ValueError):
+    """Data given to a writer does not match its schema."""
+
+
+__all__ = [
+    "CorruptFileError",
+    "InvalidArgumentError",
+    "LooseleafError",
+    "LooseleafIOError",
+    "NotFoundError",
+    "SchemaMismatchError",
+    "UnsupportedError",
+]

@@ -1,0 +1,120 @@
+"""Writing looseleaf files: :func:`write_table` and :class:`FileWriter`."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterable
+from typing import Any
+
+import pyarrow as pa
+
+from . import _looseleaf
+from ._args import count_arg
+from .exceptions import InvalidArgumentError
+
+#: Target encoded size of a page unless told otherwise (8 MiB).
+DEFAULT_PAGE_SIZE = 8 * 1024 * 1024
+
+PathLike = str | os.PathLike[str]
+
+
+class FileWriter:
+    """Writes record batches to a looseleaf file.
+
+    The file appears at ``path`` only when the writer is closed successfully; a writer left by
+    an exception (in a ``with`` block) or aborted leaves nothing behind. Pages are written as
+    they fill, so memory stays around one page (``page_size`` bytes) per column whatever the
+    batch sizes.
+
+    >>> with FileWriter("out.leaf", table.schema) as writer:  # doctest: +SKIP
+    ...     writer.write_table(table)
+    """
+
+    def __init__(self, path: PathLike, schema: pa.Schema, *, page_size: int | None = None) -> None:
+        if not isinstance(schema, pa.Schema):
+            raise InvalidArgumentError(f"schema must be a pyarrow.Schema, got {type(schema).__name__}")
+        self._native = _looseleaf.FileWriter(path, schema, page_size=count_arg("page_size", page_size, minimum=1))
+        self.schema = schema
+        self.path = os.fspath(path)
+
+    def write_batch(self, batch: pa.RecordBatch) -> None:
+        """Appends one record batch."""
+        self._native.write_batch(batch)
+
+    def write_table(self, table: pa.Table | pa.RecordBatchReader) -> None:
+        """Appends every batch of a table or reader (anything with ``__arrow_c_stream__``)."""
+        self._native.write_stream(table)
+
+    def write(self, data: Any) -> None:
+        """Appends a batch, a table, a reader, or an iterable of batches."""
+        if isinstance(data, pa.RecordBatch):
+            self.write_batch(data)
+        elif hasattr(data, "__arrow_c_stream__"):
+            self.write_table(data)
+        elif isinstance(data, Iterable):
+            for batch in data:
+                self.write_batch(batch)
+        else:
+            raise InvalidArgumentError(f"cannot write a {type(data).__name__}: expected Arrow data")
+
+    @property
+    def num_rows(self) -> int:
+        """Rows written so far."""
+        return self._native.num_rows
+
+    @property
+    def closed(self) -> bool:
+        """Whether the writer was closed or aborted."""
+        return self._native.closed
+
+    def close(self) -> dict[str, int]:
+        """Finishes the file (metadata, footer) and makes it visible at its path.
+
+        Returns ``{"num_rows": ..., "num_bytes": ...}``."""
+        return self._native.finish()
+
+    def abort(self) -> None:
+        """Abandons the file; nothing is left at its path."""
+        self._native.abort()
+
+    def __enter__(self) -> FileWriter:
+        return self
+
+    def __exit__(self, exc_type: object, exc: object, tb: object) -> None:
+        if self.closed:
+            return
+        if exc_type is None:
+            self.close()
+        else:
+            self.abort()
+
+
+def write_table(data: Any, path: PathLike, *, schema: pa.Schema | None = None, page_size: int | None = None) -> dict[str, int]:
+    """Writes Arrow data to a new looseleaf file at ``path``.
+
+    ``data`` is a ``pyarrow.Table``, ``RecordBatch``, ``RecordBatchReader``, anything with
+    ``__arrow_c_stream__``, or an iterable of record batches (then ``schema`` is needed if it
+    may be empty). ``page_size`` is the target page size in bytes (default 8 MiB).
+    Returns ``{"num_rows": ..., "num_bytes": ...}``."""
+    if isinstance(data, pa.RecordBatch):
+        data = pa.Table.from_batches([data])
+    if hasattr(data, "__arrow_c_stream__"):
+        if not isinstance(data, pa.Table | pa.RecordBatchReader):
+            data = pa.RecordBatchReader.from_stream(data)
+        schema = data.schema
+        with FileWriter(path, schema, page_size=page_size) as writer:
+            writer.write_table(data)
+            return writer.close()
+    if isinstance(data, Iterable):
+        batches = iter(data)
+        first = next(batches, None)
+        if first is None and schema is None:
+            raise InvalidArgumentError("cannot infer a schema from no batches: pass schema=")
+        schema = schema if schema is not None else first.schema
+        with FileWriter(path, schema, page_size=page_size) as writer:
+            if first is not None:
+                writer.write_batch(first)
+            for batch in batches:
+                writer.write_batch(batch)
+            return writer.close()
+    raise InvalidArgumentError(f"cannot write a {type(data).__name__}: expected Arrow data")

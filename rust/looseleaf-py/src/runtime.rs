@@ -1,0 +1,62 @@
+//! The process's one tokio runtime, and blocking on it with the GIL released.
+//!
+//! Spark forks Python workers after the parent may have started the runtime; a forked child
+//! inherits the runtime's memory but none of its threads. The runtime is therefore kept with
+//! the id of the process that made it and made again in a child.
+
+use std::future::Future;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use pyo3::prelude::*;
+
+static RUNTIME: Mutex<Option<(u32, Arc<tokio::runtime::Runtime>)>> = Mutex::new(None);
+
+/// How often a blocked call checks for Ctrl-C.
+const SIGNAL_CHECK_INTERVAL: Duration = Duration::from_millis(100);
+
+/// The runtime of this process.
+pub fn runtime() -> PyResult<Arc<tokio::runtime::Runtime>> {
+    let pid = std::process::id();
+    let mut slot = RUNTIME.lock().unwrap_or_else(|p| p.into_inner());
+    if let Some((owner, runtime)) = slot.as_ref()
+        && *owner == pid
+    {
+        return Ok(runtime.clone());
+    }
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .thread_name("looseleaf")
+        .build()
+        .map_err(|e| pyo3::exceptions::PyRuntimeError::new_err(format!("cannot start the I/O runtime: {e}")))?;
+    let runtime = Arc::new(runtime);
+    if let Some((_, inherited)) = slot.replace((pid, runtime.clone())) {
+        // The parent's runtime has no threads in this process: leak it rather than run its
+        // destructor, which would wait for threads that do not exist.
+        std::mem::forget(inherited);
+    }
+    Ok(runtime)
+}
+
+/// Runs `future` to completion on the runtime with the GIL released, raising
+/// `KeyboardInterrupt` (and dropping the future) if Ctrl-C is pressed meanwhile.
+pub fn wait<F>(py: Python<'_>, future: F) -> PyResult<F::Output>
+where
+    F: Future + Send,
+    F::Output: Send,
+{
+    let runtime = runtime()?;
+    py.detach(|| {
+        runtime.block_on(async {
+            tokio::pin!(future);
+            loop {
+                tokio::select! {
+                    output = &mut future => return Ok(output),
+                    _ = tokio::time::sleep(SIGNAL_CHECK_INTERVAL) => {
+                        Python::attach(|py| py.check_signals())?;
+                    }
+                }
+            }
+        })
+    })
+}

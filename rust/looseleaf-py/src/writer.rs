@@ -1,0 +1,122 @@
+//! `FileWriter`: writing record batches to a file.
+
+use std::sync::Mutex;
+
+use looseleaf::{FileWriter, WriterOptions};
+use pyo3::prelude::*;
+use pyo3::types::PyDict;
+
+use crate::arrow::{PyArrowSchema, import_batch, import_schema, import_stream};
+use crate::errors::{IntoPyResult, invalid_argument};
+use crate::runtime::{runtime, wait};
+use crate::store::Location;
+
+/// Writes record batches to a looseleaf file; nothing is visible at the path until `finish`.
+#[pyclass(name = "FileWriter", module = "looseleaf._looseleaf", frozen)]
+pub struct PyFileWriter {
+    /// `None` once finished or aborted. Never held while waiting for the GIL.
+    writer: Mutex<Option<FileWriter>>,
+    location: String,
+}
+
+impl PyFileWriter {
+    /// Runs `f` on the writer, which must be open and not in use by another thread.
+    fn with_writer<T>(&self, f: impl FnOnce(&mut FileWriter) -> PyResult<T>) -> PyResult<T> {
+        let mut guard = self
+            .writer
+            .try_lock()
+            .map_err(|_| invalid_argument(format!("the writer of {} is in use by another thread", self.location)))?;
+        let writer = guard
+            .as_mut()
+            .ok_or_else(|| invalid_argument(format!("the writer of {} is already closed", self.location)))?;
+        f(writer)
+    }
+
+    fn take_writer(&self) -> PyResult<Option<FileWriter>> {
+        let mut guard = self
+            .writer
+            .try_lock()
+            .map_err(|_| invalid_argument(format!("the writer of {} is in use by another thread", self.location)))?;
+        Ok(guard.take())
+    }
+}
+
+#[pymethods]
+impl PyFileWriter {
+    #[new]
+    #[pyo3(signature = (path, schema, *, page_size = None))]
+    fn new(py: Python<'_>, path: &Bound<'_, PyAny>, schema: &Bound<'_, PyAny>, page_size: Option<u64>) -> PyResult<Self> {
+        let (location, display) = Location::parse(path)?;
+        let schema = import_schema(schema)?;
+        let mut options = WriterOptions::default();
+        if let Some(page_size) = page_size {
+            if page_size == 0 {
+                return Err(invalid_argument("page_size must be at least 1 byte"));
+            }
+            options.page_size = page_size;
+        }
+        let writer = wait(py, location.create(schema, options))?.py_err()?;
+        Ok(Self { writer: Mutex::new(Some(writer)), location: display })
+    }
+
+    /// The schema being written.
+    #[getter]
+    fn schema(&self) -> PyResult<PyArrowSchema> {
+        self.with_writer(|w| Ok(PyArrowSchema::new(w.schema().clone())))
+    }
+
+    /// Rows written so far.
+    #[getter]
+    fn num_rows(&self) -> PyResult<u64> {
+        self.with_writer(|w| Ok(w.num_rows()))
+    }
+
+    /// Appends one record batch (an object with `__arrow_c_array__`).
+    fn write_batch(&self, py: Python<'_>, batch: &Bound<'_, PyAny>) -> PyResult<()> {
+        let batch = import_batch(batch)?;
+        self.with_writer(|w| wait(py, w.write(&batch))?.py_err())
+    }
+
+    /// Appends every batch of a stream (an object with `__arrow_c_stream__`: a table, a reader).
+    fn write_stream(&self, py: Python<'_>, data: &Bound<'_, PyAny>) -> PyResult<()> {
+        let reader = import_stream(data)?;
+        let runtime = runtime()?;
+        self.with_writer(|w| {
+            // The producer takes the GIL itself if it needs it (a Python generator behind a
+            // pyarrow reader), so batches are pulled with the GIL released.
+            py.detach(|| {
+                for batch in reader {
+                    let batch = batch.map_err(|e| invalid_argument(format!("reading the input stream failed: {e}")))?;
+                    runtime.block_on(w.write(&batch)).py_err()?;
+                }
+                Ok(())
+            })
+        })
+    }
+
+    /// Writes the metadata and makes the file visible; returns its row and byte counts.
+    fn finish<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
+        let writer = self
+            .take_writer()?
+            .ok_or_else(|| invalid_argument(format!("the writer of {} is already closed", self.location)))?;
+        let finished = wait(py, writer.finish())?.py_err()?;
+        let out = PyDict::new(py);
+        out.set_item("num_rows", finished.num_rows)?;
+        out.set_item("num_bytes", finished.num_bytes)?;
+        Ok(out)
+    }
+
+    /// Abandons the file: nothing is left at its path. Does nothing if already closed.
+    fn abort(&self, py: Python<'_>) -> PyResult<()> {
+        if let Some(writer) = self.take_writer()? {
+            wait(py, writer.abort())?.py_err()?;
+        }
+        Ok(())
+    }
+
+    /// Whether the writer was finished or aborted.
+    #[getter]
+    fn closed(&self) -> bool {
+        self.writer.try_lock().map(|g| g.is_none()).unwrap_or(false)
+    }
+}

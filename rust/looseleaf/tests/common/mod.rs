@@ -1,0 +1,771 @@
+//! Helpers shared by the integration tests: random flat data of every type the writer supports,
+//! writing it to files, reading it back, range readers that record or serve from memory, and an
+//! independent parse of a file's page layout.
+//!
+//! Every test compares what the reader returns with the arrays that were written (or with
+//! `arrow_select` applied to them), never with another output of the reader.
+
+// Each test crate uses a different subset of these helpers.
+#![allow(dead_code)]
+// Tests report failures by panicking.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+use std::collections::HashMap;
+use std::ops::Range;
+use std::path::Path;
+use std::sync::{Arc, Mutex, OnceLock};
+
+use arrow_array::types::{
+    Decimal32Type, Decimal64Type, Decimal128Type, Decimal256Type, Time32MillisecondType, Time32SecondType,
+    Time64MicrosecondType, Time64NanosecondType,
+};
+use arrow_array::{
+    Array, ArrayRef, BinaryViewArray, BooleanArray, GenericBinaryArray, GenericStringArray, NullArray, PrimitiveArray,
+    RecordBatch, RecordBatchOptions, StringViewArray, make_array,
+};
+use arrow_buffer::{Buffer, NullBuffer, i256};
+use arrow_data::ArrayDataBuilder;
+use arrow_schema::{DataType, Field, IntervalUnit, Schema, SchemaRef, TimeUnit};
+use bytes::Bytes;
+use futures::TryStreamExt;
+use futures::future::BoxFuture;
+use looseleaf::format::proto::{ColumnMetadata, encoding::Kind};
+use looseleaf::format::{ColumnEntry, FileTail, TAIL_LEN, decode_checked};
+use looseleaf::io::{CoalesceOptions, LocalFileReader, RangeReader};
+use looseleaf::{FileWriter, FinishedFile, IoOptions, IoStats, ReadBuilder, WriterOptions};
+use rand::rngs::StdRng;
+use rand::seq::IndexedRandom;
+use rand::{Rng, SeedableRng};
+
+// ---------------------------------------------------------------------------------------------
+// Runtime
+
+/// One multi-threaded runtime for the synchronous (proptest) tests of a test binary.
+pub fn runtime() -> &'static tokio::runtime::Runtime {
+    static RUNTIME: OnceLock<tokio::runtime::Runtime> = OnceLock::new();
+    RUNTIME.get_or_init(|| {
+        tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().expect("runtime")
+    })
+}
+
+/// A deterministic random generator.
+pub fn rng(seed: u64) -> StdRng {
+    StdRng::seed_from_u64(seed)
+}
+
+// ---------------------------------------------------------------------------------------------
+// Types
+
+/// Every flat type the writer supports, with representative parameters (each time unit, with
+/// and without a time zone, each interval unit, each decimal width, each string/binary layout).
+pub fn all_flat_types() -> Vec<DataType> {
+    use DataType::*;
+    let mut out = vec![
+        Null,
+        Boolean,
+        Int8,
+        Int16,
+        Int32,
+        Int64,
+        UInt8,
+        UInt16,
+        UInt32,
+        UInt64,
+        Float16,
+        Float32,
+        Float64,
+        Date32,
+        Date64,
+        Time32(TimeUnit::Second),
+        Time32(TimeUnit::Millisecond),
+        Time64(TimeUnit::Microsecond),
+        Time64(TimeUnit::Nanosecond),
+    ];
+    for unit in [TimeUnit::Second, TimeUnit::Millisecond, TimeUnit::Microsecond, TimeUnit::Nanosecond] {
+        out.push(Timestamp(unit, None));
+        out.push(Timestamp(unit, Some("UTC".into())));
+        out.push(Duration(unit));
+    }
+    out.push(Timestamp(TimeUnit::Microsecond, Some("+05:30".into())));
+    out.extend([
+        Interval(IntervalUnit::YearMonth),
+        Interval(IntervalUnit::DayTime),
+        Interval(IntervalUnit::MonthDayNano),
+        Decimal32(9, 2),
+        Decimal64(18, 0),
+        Decimal128(38, 10),
+        Decimal256(76, -5),
+        Decimal128(5, 5),
+        Utf8,
+        LargeUtf8,
+        Utf8View,
+        Binary,
+        LargeBinary,
+        BinaryView,
+        FixedSizeBinary(1),
+        FixedSizeBinary(3),
+        FixedSizeBinary(16),
+        FixedSizeBinary(37),
+    ]);
+    out
+}
+
+/// A random flat type, with random parameters where the type has some.
+pub fn random_data_type(rng: &mut StdRng) -> DataType {
+    use DataType::*;
+    let unit = *[TimeUnit::Second, TimeUnit::Millisecond, TimeUnit::Microsecond, TimeUnit::Nanosecond]
+        .choose(rng)
+        .unwrap();
+    match rng.random_range(0..36) {
+        0 => Null,
+        1 => Boolean,
+        2 => Int8,
+        3 => Int16,
+        4 => Int32,
+        5 => Int64,
+        6 => UInt8,
+        7 => UInt16,
+        8 => UInt32,
+        9 => UInt64,
+        10 => Float16,
+        11 => Float32,
+        12 => Float64,
+        13 => Date32,
+        14 => Date64,
+        15 => Time32(*[TimeUnit::Second, TimeUnit::Millisecond].choose(rng).unwrap()),
+        16 => Time64(*[TimeUnit::Microsecond, TimeUnit::Nanosecond].choose(rng).unwrap()),
+        17 => {
+            let tz: Option<Arc<str>> = [None, Some("UTC"), Some("Europe/Paris"), Some("-03:00")]
+                .choose(rng)
+                .unwrap()
+                .map(Arc::from);
+            Timestamp(unit, tz)
+        }
+        18 => Duration(unit),
+        19 => Interval(IntervalUnit::YearMonth),
+        20 => Interval(IntervalUnit::DayTime),
+        21 => Interval(IntervalUnit::MonthDayNano),
+        22 => {
+            let p = rng.random_range(1..=9);
+            Decimal32(p, rng.random_range(0..=p as i8))
+        }
+        23 => {
+            let p = rng.random_range(1..=18);
+            Decimal64(p, rng.random_range(-2..=p as i8))
+        }
+        24 => {
+            let p = rng.random_range(1..=38);
+            Decimal128(p, rng.random_range(0..=p as i8))
+        }
+        25 => {
+            let p = rng.random_range(1..=76);
+            Decimal256(p, rng.random_range(-10..=p.min(70) as i8))
+        }
+        26 | 27 => Utf8,
+        28 => LargeUtf8,
+        29 => Utf8View,
+        30 | 31 => Binary,
+        32 => LargeBinary,
+        33 => BinaryView,
+        _ => FixedSizeBinary(rng.random_range(1..=40)),
+    }
+}
+
+/// A random schema of `1..=max_columns` columns named `c0`, `c1`...: random types, random
+/// nullability (the null type is always nullable), sometimes field and schema metadata.
+pub fn random_schema(rng: &mut StdRng, max_columns: usize) -> SchemaRef {
+    let num_columns = rng.random_range(1..=max_columns);
+    let fields: Vec<Field> = (0..num_columns)
+        .map(|i| {
+            let data_type = random_data_type(rng);
+            let nullable = matches!(data_type, DataType::Null) || rng.random_bool(0.6);
+            let field = Field::new(format!("c{i}"), data_type, nullable);
+            if rng.random_bool(0.2) {
+                field.with_metadata(HashMap::from([("origin".to_string(), format!("column {i}"))]))
+            } else {
+                field
+            }
+        })
+        .collect();
+    let schema = Schema::new(fields);
+    let schema = if rng.random_bool(0.5) {
+        schema.with_metadata(HashMap::from([("writer".to_string(), "round trip test".to_string())]))
+    } else {
+        schema
+    };
+    Arc::new(schema)
+}
+
+// ---------------------------------------------------------------------------------------------
+// Arrays
+
+/// How the values of a column are drawn.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ValueMode {
+    /// Uniformly random (all bit patterns for integers and floats, NaNs included).
+    Random,
+    /// A few small values, repeated (what run-length or dictionary encodings would like).
+    Small,
+    /// The same value in every row.
+    Constant,
+}
+
+/// How a column is generated.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct ColumnGen {
+    /// Probability of a null in each row (0 for non-nullable fields; 1 gives an all-null column).
+    pub null_probability: f64,
+    /// How values are drawn.
+    pub mode: ValueMode,
+}
+
+impl ColumnGen {
+    /// A random generator for a field: null probability among 0, 1 %, 50 % and 100 % (0 if the
+    /// field is not nullable), random value mode.
+    pub fn random(rng: &mut StdRng, nullable: bool) -> Self {
+        let null_probability = if nullable { *[0.0, 0.01, 0.5, 1.0].choose(rng).unwrap() } else { 0.0 };
+        let mode = match rng.random_range(0..10) {
+            0..=5 => ValueMode::Random,
+            6..=8 => ValueMode::Small,
+            _ => ValueMode::Constant,
+        };
+        Self { null_probability, mode }
+    }
+}
+
+/// A random validity buffer of `len` rows, `None` when no null was drawn.
+fn random_nulls(rng: &mut StdRng, len: usize, null_probability: f64) -> Option<NullBuffer> {
+    if null_probability <= 0.0 {
+        return None;
+    }
+    let valid: Vec<bool> = (0..len).map(|_| !rng.random_bool(null_probability)).collect();
+    let nulls = NullBuffer::from(valid);
+    (nulls.null_count() > 0).then_some(nulls)
+}
+
+/// `len` values of `width` bytes each, drawn according to `mode`.
+fn random_fixed_bytes(rng: &mut StdRng, len: usize, width: usize, mode: ValueMode) -> Vec<u8> {
+    let mut out = vec![0u8; len * width];
+    match mode {
+        ValueMode::Random => rng.fill(out.as_mut_slice()),
+        ValueMode::Small => {
+            for value in out.chunks_exact_mut(width.max(1)) {
+                value[0] = rng.random_range(0..4);
+            }
+        }
+        ValueMode::Constant => {
+            let mut value = vec![0u8; width];
+            rng.fill(value.as_mut_slice());
+            for chunk in out.chunks_exact_mut(width.max(1)) {
+                chunk.copy_from_slice(&value);
+            }
+        }
+    }
+    out
+}
+
+/// `len` integers in `range`, drawn according to `mode`.
+fn random_ints<T>(rng: &mut StdRng, len: usize, range: Range<i128>, mode: ValueMode) -> Vec<T>
+where
+    T: TryFrom<i128>,
+    <T as TryFrom<i128>>::Error: std::fmt::Debug,
+{
+    let constant = rng.random_range(range.clone());
+    (0..len)
+        .map(|_| {
+            let v = match mode {
+                ValueMode::Random => rng.random_range(range.clone()),
+                ValueMode::Small => range.start.max(0) + rng.random_range(0..4i128).min(range.end - 1 - range.start.max(0)),
+                ValueMode::Constant => constant,
+            };
+            T::try_from(v).unwrap()
+        })
+        .collect()
+}
+
+/// A random string of roughly `len` bytes, with multi-byte characters.
+fn random_string(rng: &mut StdRng, len: usize) -> String {
+    const PIECES: &[&str] = &["a", "b", "z", "Q", "0", "7", " ", "-", "é", "ß", "日本", "🦀", "\u{0}", "\n"];
+    let mut out = String::with_capacity(len + 4);
+    while out.len() < len {
+        out.push_str(PIECES.choose(rng).unwrap());
+    }
+    out
+}
+
+/// A random length for a string or binary value: empty, short (inline in a view), longer than
+/// 12 bytes, or long.
+fn random_len(rng: &mut StdRng) -> usize {
+    match rng.random_range(0..100) {
+        0..=9 => 0,
+        10..=59 => rng.random_range(1..=12),
+        60..=94 => rng.random_range(13..=40),
+        _ => rng.random_range(41..=300),
+    }
+}
+
+fn random_bytes(rng: &mut StdRng, len: usize) -> Vec<u8> {
+    let mut out = vec![0u8; len];
+    rng.fill(out.as_mut_slice());
+    // Make sure non-UTF-8 bytes show up in short values too.
+    if let Some(first) = out.first_mut() {
+        if rng.random_bool(0.3) {
+            *first = 0xff;
+        }
+    }
+    out
+}
+
+/// `len` optional values produced by `make`, following `mode`, with nulls from `nulls`.
+fn values_with_mode<T: Clone>(
+    rng: &mut StdRng,
+    len: usize,
+    mode: ValueMode,
+    nulls: Option<&NullBuffer>,
+    mut make: impl FnMut(&mut StdRng) -> T,
+) -> Vec<Option<T>> {
+    let pool: Vec<T> = match mode {
+        ValueMode::Random => vec![],
+        ValueMode::Small => (0..4).map(|_| make(rng)).collect(),
+        ValueMode::Constant => vec![make(rng)],
+    };
+    (0..len)
+        .map(|i| {
+            let value = if pool.is_empty() { make(rng) } else { pool.choose(rng).unwrap().clone() };
+            nulls.is_none_or(|n| n.is_valid(i)).then_some(value)
+        })
+        .collect()
+}
+
+fn with_nulls<T: arrow_array::ArrowPrimitiveType>(values: Vec<T::Native>, nulls: Option<NullBuffer>) -> PrimitiveArray<T> {
+    PrimitiveArray::<T>::new(values.into(), nulls)
+}
+
+/// A random array of `data_type` with `len` rows generated as `gen` says.
+pub fn random_array(rng: &mut StdRng, data_type: &DataType, len: usize, gen: ColumnGen) -> ArrayRef {
+    let nulls = random_nulls(rng, len, gen.null_probability);
+    let mode = gen.mode;
+    let pow10 = |p: u8| 10i128.pow(p as u32);
+    match data_type {
+        DataType::Null => Arc::new(NullArray::new(len)),
+        DataType::Boolean => {
+            let constant = rng.random_bool(0.5);
+            let values: Vec<bool> = (0..len)
+                .map(|_| match mode {
+                    ValueMode::Random => rng.random_bool(0.5),
+                    ValueMode::Small => rng.random_bool(0.95),
+                    ValueMode::Constant => constant,
+                })
+                .collect();
+            Arc::new(BooleanArray::new(values.into(), nulls))
+        }
+        DataType::Time32(TimeUnit::Second) => {
+            Arc::new(with_nulls::<Time32SecondType>(random_ints(rng, len, 0..86_400, mode), nulls))
+        }
+        DataType::Time32(TimeUnit::Millisecond) => {
+            Arc::new(with_nulls::<Time32MillisecondType>(random_ints(rng, len, 0..86_400_000, mode), nulls))
+        }
+        DataType::Time64(TimeUnit::Microsecond) => {
+            Arc::new(with_nulls::<Time64MicrosecondType>(random_ints(rng, len, 0..86_400_000_000, mode), nulls))
+        }
+        DataType::Time64(TimeUnit::Nanosecond) => {
+            Arc::new(with_nulls::<Time64NanosecondType>(random_ints(rng, len, 0..86_400_000_000_000, mode), nulls))
+        }
+        DataType::Decimal32(p, s) => {
+            let max = pow10(*p);
+            let values = random_ints(rng, len, -max + 1..max, mode);
+            Arc::new(with_nulls::<Decimal32Type>(values, nulls).with_precision_and_scale(*p, *s).unwrap())
+        }
+        DataType::Decimal64(p, s) => {
+            let max = pow10(*p);
+            let values = random_ints(rng, len, -max + 1..max, mode);
+            Arc::new(with_nulls::<Decimal64Type>(values, nulls).with_precision_and_scale(*p, *s).unwrap())
+        }
+        DataType::Decimal128(p, s) => {
+            let max = pow10(*p);
+            let values = random_ints(rng, len, -max + 1..max, mode);
+            Arc::new(with_nulls::<Decimal128Type>(values, nulls).with_precision_and_scale(*p, *s).unwrap())
+        }
+        DataType::Decimal256(p, s) => {
+            // value = high * 10^38 + low with |high| < 10^(p - 38) and |low| < 10^38, so
+            // |value| <= (10^(p - 38) - 1) * 10^38 + 10^38 - 1 = 10^p - 1.
+            let low_max = pow10((*p).min(38));
+            let high_max = if *p > 38 { pow10(*p - 38) } else { 1 };
+            let low: Vec<i128> = random_ints(rng, len, -low_max + 1..low_max, mode);
+            let high: Vec<i128> = random_ints(rng, len, -high_max + 1..high_max, mode);
+            let values: Vec<i256> = low
+                .iter()
+                .zip(&high)
+                .map(|(l, h)| i256::from_i128(*h).wrapping_mul(i256::from_i128(pow10(38))).wrapping_add(i256::from_i128(*l)))
+                .collect();
+            Arc::new(with_nulls::<Decimal256Type>(values, nulls).with_precision_and_scale(*p, *s).unwrap())
+        }
+        DataType::Utf8 | DataType::LargeUtf8 | DataType::Utf8View => {
+            let values = values_with_mode(rng, len, mode, nulls.as_ref(), |rng| {
+                let n = random_len(rng);
+                random_string(rng, n)
+            });
+            match data_type {
+                DataType::Utf8 => Arc::new(GenericStringArray::<i32>::from(values)),
+                DataType::LargeUtf8 => Arc::new(GenericStringArray::<i64>::from(values)),
+                _ => Arc::new(StringViewArray::from_iter(values)),
+            }
+        }
+        DataType::Binary | DataType::LargeBinary | DataType::BinaryView => {
+            let values = values_with_mode(rng, len, mode, nulls.as_ref(), |rng| {
+                let n = random_len(rng);
+                random_bytes(rng, n)
+            });
+            let refs: Vec<Option<&[u8]>> = values.iter().map(|v| v.as_deref()).collect();
+            match data_type {
+                DataType::Binary => Arc::new(GenericBinaryArray::<i32>::from(refs)),
+                DataType::LargeBinary => Arc::new(GenericBinaryArray::<i64>::from(refs)),
+                _ => Arc::new(BinaryViewArray::from_iter(refs)),
+            }
+        }
+        DataType::FixedSizeBinary(width) => {
+            let bytes = random_fixed_bytes(rng, len, *width as usize, mode);
+            fixed_width_array(data_type, len, bytes, nulls)
+        }
+        other => {
+            // Integers, floats, dates, timestamps, durations, intervals: any bit pattern is a
+            // valid value.
+            let width = other.primitive_width().unwrap_or_else(|| panic!("no generator for {other}"));
+            let bytes = random_fixed_bytes(rng, len, width, mode);
+            fixed_width_array(other, len, bytes, nulls)
+        }
+    }
+}
+
+fn fixed_width_array(data_type: &DataType, len: usize, bytes: Vec<u8>, nulls: Option<NullBuffer>) -> ArrayRef {
+    let data = ArrayDataBuilder::new(data_type.clone())
+        .len(len)
+        .add_buffer(Buffer::from_vec(bytes))
+        .nulls(nulls)
+        .build()
+        .unwrap();
+    make_array(data)
+}
+
+/// A random table of `num_rows` rows of `schema`, each column with its own null probability
+/// and value mode.
+pub fn random_table(rng: &mut StdRng, schema: &SchemaRef, num_rows: usize) -> RecordBatch {
+    let columns = schema
+        .fields()
+        .iter()
+        .map(|field| {
+            let gen = ColumnGen::random(rng, field.is_nullable());
+            random_array(rng, field.data_type(), num_rows, gen)
+        })
+        .collect();
+    let options = RecordBatchOptions::new().with_row_count(Some(num_rows));
+    RecordBatch::try_new_with_options(schema.clone(), columns, &options).unwrap()
+}
+
+/// Cuts `table` into consecutive slices of random sizes in `0..=max_batch` (mostly non-empty;
+/// an empty batch now and then).
+pub fn split_randomly(rng: &mut StdRng, table: &RecordBatch, max_batch: usize) -> Vec<RecordBatch> {
+    let mut out = Vec::new();
+    let mut offset = 0;
+    while offset < table.num_rows() {
+        let len = if rng.random_bool(0.05) { 0 } else { rng.random_range(1..=max_batch.max(1)) };
+        let len = len.min(table.num_rows() - offset);
+        out.push(table.slice(offset, len));
+        offset += len;
+    }
+    out
+}
+
+// ---------------------------------------------------------------------------------------------
+// Writing and reading
+
+/// Writes `batches` to `path` with the given page size.
+pub async fn write_file(path: &Path, schema: &SchemaRef, batches: &[RecordBatch], page_size: u64) -> FinishedFile {
+    let mut writer = FileWriter::create_path(path, schema.clone(), WriterOptions { page_size }).await.unwrap();
+    for batch in batches {
+        writer.write(batch).await.unwrap();
+    }
+    writer.finish().await.unwrap()
+}
+
+/// The output of a read: its schema, its batches and its I/O counters at the end.
+pub struct ReadOutput {
+    pub schema: SchemaRef,
+    pub batches: Vec<RecordBatch>,
+    pub stats: IoStats,
+}
+
+impl ReadOutput {
+    /// The batches concatenated.
+    pub fn concat(&self) -> RecordBatch {
+        arrow_select::concat::concat_batches(&self.schema, &self.batches).unwrap()
+    }
+}
+
+/// Runs a read to the end.
+pub async fn read_to_end(read: ReadBuilder) -> looseleaf::Result<ReadOutput> {
+    let mut stream = read.stream().await?;
+    let schema = stream.schema().clone();
+    let batches: Vec<RecordBatch> = (&mut stream).try_collect().await?;
+    Ok(ReadOutput { schema, batches, stats: stream.io_stats() })
+}
+
+/// Checks that `batches` are all `batch_size` rows except the last, which holds the rest, and
+/// that they hold `total` rows.
+pub fn assert_batch_sizes(batches: &[RecordBatch], batch_size: usize, total: usize, what: &str) {
+    let sizes: Vec<usize> = batches.iter().map(|b| b.num_rows()).collect();
+    let expected_count = total.div_ceil(batch_size.max(1));
+    assert_eq!(sizes.len(), expected_count, "{what}: batch sizes {sizes:?} for {total} rows in batches of {batch_size}");
+    for (i, size) in sizes.iter().enumerate() {
+        let expected = if i + 1 == expected_count { total - i * batch_size } else { batch_size };
+        assert_eq!(*size, expected, "{what}: batch {i} of {sizes:?} (batch size {batch_size}, {total} rows)");
+    }
+}
+
+/// Compares a batch read back with the expected one, naming the first differing column and row.
+pub fn assert_batches_equal(actual: &RecordBatch, expected: &RecordBatch, what: &str) {
+    assert_eq!(actual.schema(), expected.schema(), "{what}: schemas differ");
+    assert_eq!(actual.num_rows(), expected.num_rows(), "{what}: row counts differ");
+    for (i, field) in expected.schema().fields().iter().enumerate() {
+        assert_arrays_equal(actual.column(i), expected.column(i), &format!("{what}, column {:?} ({})", field.name(), field.data_type()));
+    }
+}
+
+/// Compares two arrays, naming the first differing row.
+pub fn assert_arrays_equal(actual: &ArrayRef, expected: &ArrayRef, what: &str) {
+    if actual.as_ref() == expected.as_ref() {
+        return;
+    }
+    assert_eq!(actual.data_type(), expected.data_type(), "{what}: types differ");
+    assert_eq!(actual.len(), expected.len(), "{what}: lengths differ");
+    let row = (0..expected.len())
+        .find(|i| actual.slice(*i, 1).as_ref() != expected.slice(*i, 1).as_ref())
+        .unwrap_or(usize::MAX);
+    if row == usize::MAX {
+        panic!("{what}: arrays differ but no single row does (actual {actual:?}, expected {expected:?})");
+    }
+    panic!("{what}: row {row} differs: got {:?}, expected {:?}", actual.slice(row, 1), expected.slice(row, 1));
+}
+
+/// A random I/O configuration: the storage defaults, an I/O depth of one, a budget of one byte
+/// (every read goes through the bypass), tiny split reads, or wide coalescing.
+pub fn random_io(rng: &mut StdRng) -> Option<IoOptions> {
+    let local = IoOptions::LOCAL;
+    match rng.random_range(0..6) {
+        0 => None,
+        1 => Some(IoOptions { io_depth: 1, ..local }),
+        2 => Some(IoOptions { io_depth: 1, buffer_bytes: 1, ..local }),
+        3 => Some(IoOptions { io_depth: 4, buffer_bytes: 1, ..local }),
+        4 => Some(IoOptions {
+            io_depth: 3,
+            buffer_bytes: 4096,
+            coalesce: CoalesceOptions { gap: 0, max_read: rng.random_range(1..=200) },
+        }),
+        _ => Some(IoOptions { coalesce: CoalesceOptions { gap: 1 << 20, max_read: 1 << 30 }, ..local }),
+    }
+}
+
+/// Applies random I/O options and decode parallelism to a read.
+pub fn with_random_settings(rng: &mut StdRng, read: ReadBuilder) -> ReadBuilder {
+    let read = match random_io(rng) {
+        Some(io) => read.with_io_options(io),
+        None => read,
+    };
+    match rng.random_range(0..3) {
+        0 => read,
+        n => read.with_decode_parallelism(n),
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Range readers
+
+/// A [`RangeReader`] over bytes in memory.
+#[derive(Debug, Clone)]
+pub struct MemoryReader {
+    pub data: Bytes,
+    pub location: String,
+}
+
+impl MemoryReader {
+    pub fn new(data: impl Into<Bytes>, location: impl Into<String>) -> Self {
+        Self { data: data.into(), location: location.into() }
+    }
+}
+
+impl RangeReader for MemoryReader {
+    fn location(&self) -> &str {
+        &self.location
+    }
+
+    fn get_range(&self, range: Range<u64>) -> BoxFuture<'_, looseleaf::Result<Bytes>> {
+        Box::pin(async move {
+            if range.start > range.end || range.end > self.data.len() as u64 {
+                return Err(looseleaf::Error::corrupt(
+                    &self.location,
+                    format!("bytes {range:?} asked of a {}-byte file", self.data.len()),
+                ));
+            }
+            Ok(self.data.slice(range.start as usize..range.end as usize))
+        })
+    }
+
+    fn get_suffix(&self, len: u64) -> BoxFuture<'_, looseleaf::Result<(Bytes, u64)>> {
+        Box::pin(async move {
+            let size = self.data.len();
+            let start = size.saturating_sub(len as usize);
+            Ok((self.data.slice(start..), size as u64))
+        })
+    }
+}
+
+/// A [`RangeReader`] that logs every `get_range` call, in the order they were made, before
+/// passing it on.
+#[derive(Debug)]
+pub struct RecordingReader {
+    inner: Arc<dyn RangeReader>,
+    log: Mutex<Vec<Range<u64>>>,
+}
+
+impl RecordingReader {
+    pub fn new(inner: Arc<dyn RangeReader>) -> Arc<Self> {
+        Arc::new(Self { inner, log: Mutex::new(Vec::new()) })
+    }
+
+    /// Wraps a local file.
+    pub fn open_path(path: &Path) -> Arc<Self> {
+        Self::new(Arc::new(LocalFileReader::open(path).unwrap()))
+    }
+
+    /// The reads so far, in call order.
+    pub fn reads(&self) -> Vec<Range<u64>> {
+        self.log.lock().unwrap().clone()
+    }
+
+    /// Forgets the reads so far.
+    pub fn clear(&self) {
+        self.log.lock().unwrap().clear();
+    }
+}
+
+impl RangeReader for RecordingReader {
+    fn location(&self) -> &str {
+        self.inner.location()
+    }
+
+    fn get_range(&self, range: Range<u64>) -> BoxFuture<'_, looseleaf::Result<Bytes>> {
+        self.log.lock().unwrap().push(range.clone());
+        self.inner.get_range(range)
+    }
+
+    fn get_suffix(&self, len: u64) -> BoxFuture<'_, looseleaf::Result<(Bytes, u64)>> {
+        self.inner.get_suffix(len)
+    }
+
+    fn io_defaults(&self) -> IoOptions {
+        self.inner.io_defaults()
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// File layout, parsed from the bytes with the format module alone (no reader involved)
+
+/// One page of a column, where its buffers are.
+#[derive(Debug, Clone)]
+pub struct PageLayout {
+    /// The page's first row within its column.
+    pub first_row: u64,
+    /// Number of rows.
+    pub num_rows: u64,
+    /// Byte ranges of its buffers.
+    pub buffers: Vec<Range<u64>>,
+    /// Byte ranges of the data buffers of variable-width encodings.
+    pub data_buffers: Vec<Range<u64>>,
+}
+
+/// Where everything of a file is.
+#[derive(Debug, Clone)]
+pub struct FileLayout {
+    pub tail: FileTail,
+    /// Per column, its metadata block.
+    pub column_blocks: Vec<Range<u64>>,
+    /// Per column, its pages.
+    pub columns: Vec<Vec<PageLayout>>,
+}
+
+impl FileLayout {
+    /// Parses the layout of a whole file.
+    pub fn parse(bytes: &[u8]) -> Self {
+        let size = bytes.len() as u64;
+        let tail = FileTail::parse(&bytes[(size - TAIL_LEN) as usize..], size).unwrap();
+        let mut column_blocks = Vec::new();
+        let mut columns = Vec::new();
+        for column in 0..tail.num_columns {
+            let range = tail.column_entry_range(column);
+            let entry = ColumnEntry::parse(&bytes[range.start as usize..range.end as usize], tail.table_offset).unwrap();
+            let block = &bytes[entry.offset as usize..(entry.offset + entry.length) as usize];
+            let metadata: ColumnMetadata = decode_checked(block, entry.crc, "column metadata").unwrap();
+            let mut first_row = 0;
+            let pages = metadata
+                .pages
+                .iter()
+                .map(|page| {
+                    let buffers: Vec<Range<u64>> = page.buffers.iter().map(|b| b.offset..b.offset + b.size).collect();
+                    let mut data_buffers = Vec::new();
+                    collect_data_buffers(page.encoding.as_ref(), &buffers, &mut data_buffers);
+                    let layout = PageLayout { first_row, num_rows: page.num_rows, buffers, data_buffers };
+                    first_row += page.num_rows;
+                    layout
+                })
+                .collect();
+            column_blocks.push(entry.range());
+            columns.push(pages);
+        }
+        Self { tail, column_blocks, columns }
+    }
+
+    /// Start of the metadata region (the first column metadata block, or the table if there
+    /// are no columns).
+    pub fn metadata_start(&self) -> u64 {
+        self.column_blocks.iter().map(|r| r.start).min().unwrap_or(self.tail.table_offset).min(self.tail.table_offset)
+    }
+
+    /// The (column, page index) whose buffers contain `range`, if any.
+    pub fn page_of(&self, range: &Range<u64>) -> Option<(u32, usize)> {
+        for (column, pages) in self.columns.iter().enumerate() {
+            for (index, page) in pages.iter().enumerate() {
+                let (Some(start), Some(end)) =
+                    (page.buffers.iter().map(|b| b.start).min(), page.buffers.iter().map(|b| b.end).max())
+                else {
+                    continue;
+                };
+                if range.start >= start && range.end <= end {
+                    return Some((column as u32, index));
+                }
+            }
+        }
+        None
+    }
+
+    /// Total size of every page buffer of `columns`.
+    pub fn buffer_bytes(&self, columns: &[u32]) -> u64 {
+        columns
+            .iter()
+            .flat_map(|c| &self.columns[*c as usize])
+            .flat_map(|p| &p.buffers)
+            .map(|b| b.end - b.start)
+            .sum()
+    }
+}
+
+fn collect_data_buffers(
+    encoding: Option<&looseleaf::format::proto::Encoding>,
+    buffers: &[Range<u64>],
+    out: &mut Vec<Range<u64>>,
+) {
+    match encoding.and_then(|e| e.kind.as_ref()) {
+        Some(Kind::Binary(binary)) => out.push(buffers[binary.data_buffer as usize].clone()),
+        Some(Kind::Nullable(nullable)) => collect_data_buffers(nullable.values.as_deref(), buffers, out),
+        _ => {}
+    }
+}

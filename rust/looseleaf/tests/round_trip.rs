@@ -1,0 +1,300 @@
+//! Round trips: what is written is what is read, through every kind of read (full scan,
+//! projection, row range, `take`), with pages from tiny to large, any writer and reader batch
+//! sizes, and I/O settings down to a one-byte budget. The truth is always the table that was
+//! written (sliced, projected or `take`n with `arrow_select`).
+
+// Tests report failures by panicking.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+mod common;
+
+use std::sync::Arc;
+
+use arrow_array::{ArrayRef, Int64Array, NullArray, RecordBatch, RecordBatchOptions, UInt64Array};
+use arrow_schema::{DataType, Field, Schema, SchemaRef};
+use arrow_select::take::take_record_batch;
+use common::{
+    ColumnGen, ValueMode, all_flat_types, assert_batch_sizes, assert_batches_equal, random_array, random_schema,
+    random_table, read_to_end, runtime, split_randomly, with_random_settings, write_file,
+};
+use looseleaf::{Error, FileReader, IoOptions};
+use proptest::prelude::*;
+use rand::Rng;
+use rand::rngs::StdRng;
+use rand::seq::SliceRandom;
+
+/// Reads `table`'s file every way and compares with `table`.
+async fn check_all_reads(rng: &mut StdRng, reader: &FileReader, table: &RecordBatch, batch_size: usize) {
+    let schema = table.schema();
+    let num_rows = table.num_rows();
+    assert_eq!(reader.schema(), &schema);
+    assert_eq!(reader.num_rows(), num_rows as u64);
+
+    // Full scan.
+    let read = with_random_settings(rng, reader.read().with_batch_size(batch_size));
+    let out = read_to_end(read).await.unwrap();
+    assert_eq!(out.schema, schema);
+    assert_batch_sizes(&out.batches, batch_size, num_rows, "full scan");
+    assert_batches_equal(&out.concat(), table, "full scan");
+
+    // Projection: a random subset of the columns in a random order.
+    let mut names: Vec<String> = schema.fields().iter().map(|f| f.name().clone()).collect();
+    names.shuffle(rng);
+    names.truncate(rng.random_range(0..=names.len()));
+    let indices: Vec<usize> = names.iter().map(|n| schema.index_of(n).unwrap()).collect();
+    let expected = table.project(&indices).unwrap();
+    let read = with_random_settings(rng, reader.read().with_columns(names.clone()).with_batch_size(batch_size));
+    let out = read_to_end(read).await.unwrap();
+    assert_batch_sizes(&out.batches, batch_size, num_rows, "projection");
+    assert_batches_equal(&out.concat(), &expected, &format!("projection {names:?}"));
+
+    // A row range.
+    let start = rng.random_range(0..=num_rows);
+    let end = rng.random_range(start..=num_rows);
+    let read = with_random_settings(rng, reader.read().with_row_range(start as u64..end as u64).with_batch_size(batch_size));
+    let out = read_to_end(read).await.unwrap();
+    assert_batch_sizes(&out.batches, batch_size, end - start, "row range");
+    assert_batches_equal(&out.concat(), &table.slice(start, end - start), &format!("rows {start}..{end}"));
+
+    // A row range of a projection.
+    let read = with_random_settings(
+        rng,
+        reader.read().with_row_range(start as u64..end as u64).with_columns(names.clone()).with_batch_size(batch_size),
+    );
+    let out = read_to_end(read).await.unwrap();
+    assert_batches_equal(&out.concat(), &expected.slice(start, end - start), &format!("rows {start}..{end} of {names:?}"));
+
+    // Take: unsorted indices with repeats, all columns or the projection.
+    let mut indices: Vec<u64> = if num_rows == 0 {
+        vec![]
+    } else {
+        (0..rng.random_range(1..=40)).map(|_| rng.random_range(0..num_rows as u64)).collect()
+    };
+    if let Some(first) = indices.first().copied() {
+        indices.push(first);
+        indices.shuffle(rng);
+    }
+    let positions = UInt64Array::from(indices.clone());
+    let taken = reader.take(&indices, None).await.unwrap();
+    assert_batches_equal(&taken, &take_record_batch(table, &positions).unwrap(), &format!("take {indices:?}"));
+    let taken = reader.take(&indices, Some(&names)).await.unwrap();
+    assert_batches_equal(&taken, &take_record_batch(&expected, &positions).unwrap(), &format!("take {indices:?} of {names:?}"));
+}
+
+fn round_trip_case(seed: u64, num_rows: usize, page_size: u64, max_input_batch: usize, batch_size: usize) {
+    let mut rng = common::rng(seed);
+    let schema = random_schema(&mut rng, 8);
+    let table = random_table(&mut rng, &schema, num_rows);
+    let inputs = split_randomly(&mut rng, &table, max_input_batch);
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("random.leaf");
+    runtime().block_on(async {
+        let finished = write_file(&path, &schema, &inputs, page_size).await;
+        assert_eq!(finished.num_rows, num_rows as u64);
+        assert_eq!(finished.num_bytes, std::fs::metadata(&path).unwrap().len());
+        let reader = FileReader::open_path(&path).await.unwrap();
+        check_all_reads(&mut rng, &reader, &table, batch_size).await;
+    });
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(28))]
+
+    #[test]
+    fn random_files_round_trip(
+        seed in any::<u64>(),
+        num_rows in prop_oneof![1 => Just(0usize), 2 => 1usize..20, 7 => 20usize..3000],
+        page_size in prop_oneof![64u64..=512, 513u64..=8192, 8193u64..=65536],
+        max_input_batch in prop_oneof![1usize..=3, 4usize..=300, 301usize..=4000],
+        batch_size in prop_oneof![1usize..=3, 4usize..=500, 501usize..=5000],
+    ) {
+        round_trip_case(seed, num_rows, page_size, max_input_batch, batch_size);
+    }
+}
+
+/// Every flat type, nullable (with each null probability) and not, in one file of many pages.
+#[test]
+fn every_flat_type_round_trips() {
+    let mut rng = common::rng(7);
+    let mut fields = Vec::new();
+    let mut gens = Vec::new();
+    for (i, data_type) in all_flat_types().into_iter().enumerate() {
+        let modes = [ValueMode::Random, ValueMode::Small, ValueMode::Constant];
+        fields.push(Field::new(format!("n{i}"), data_type.clone(), true));
+        gens.push(ColumnGen { null_probability: [0.0, 0.01, 0.5, 1.0][i % 4], mode: modes[i % 3] });
+        if data_type != DataType::Null {
+            fields.push(Field::new(format!("v{i}"), data_type, false));
+            gens.push(ColumnGen { null_probability: 0.0, mode: ValueMode::Random });
+        }
+    }
+    let schema: SchemaRef = Arc::new(Schema::new(fields));
+    let num_rows = 1000;
+    let columns: Vec<ArrayRef> =
+        schema.fields().iter().zip(&gens).map(|(f, g)| random_array(&mut rng, f.data_type(), num_rows, *g)).collect();
+    let table = RecordBatch::try_new(schema.clone(), columns).unwrap();
+    let inputs = split_randomly(&mut rng, &table, 333);
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("all_types.leaf");
+    runtime().block_on(async {
+        write_file(&path, &schema, &inputs, 300).await;
+        let reader = FileReader::open_path(&path).await.unwrap();
+        let metadata = reader.metadata().await.unwrap();
+        assert!(metadata.columns.iter().filter(|c| c.data_type != DataType::Null).all(|c| !c.pages.is_empty()));
+        assert!(metadata.columns.iter().any(|c| c.pages.len() > 10), "expected columns of many pages");
+        for batch_size in [1, 97, 1000] {
+            check_all_reads(&mut rng, &reader, &table, batch_size).await;
+        }
+        // The same through a one-byte budget at an I/O depth of one: every read bypasses it.
+        let read = reader.read().with_batch_size(64).with_io_options(IoOptions { io_depth: 1, buffer_bytes: 1, ..IoOptions::LOCAL });
+        let out = read_to_end(read).await.unwrap();
+        assert_batches_equal(&out.concat(), &table, "one-byte budget");
+        assert!(out.stats.bypassed_reads > 0);
+        assert_eq!(out.stats.bypassed_reads, out.stats.reads);
+    });
+}
+
+/// A file without rows: written with no batch, or with an empty one.
+#[test]
+fn zero_row_file() {
+    let schema: SchemaRef = Arc::new(Schema::new(vec![
+        Field::new("a", DataType::Int64, false),
+        Field::new("s", DataType::Utf8, true),
+        Field::new("n", DataType::Null, true),
+        Field::new("b", DataType::Boolean, true),
+    ]));
+    let dir = tempfile::tempdir().unwrap();
+    runtime().block_on(async {
+        for (name, batches) in [("none.leaf", vec![]), ("empty.leaf", vec![RecordBatch::new_empty(schema.clone())])] {
+            let path = dir.path().join(name);
+            let finished = write_file(&path, &schema, &batches, 1024).await;
+            assert_eq!(finished.num_rows, 0);
+            let reader = FileReader::open_path(&path).await.unwrap();
+            assert_eq!(reader.num_rows(), 0);
+            assert_eq!(reader.schema(), &schema);
+            let metadata = reader.metadata().await.unwrap();
+            assert_eq!(metadata.columns.len(), 4);
+            assert!(metadata.columns.iter().all(|c| c.pages.is_empty()));
+
+            let out = read_to_end(reader.read()).await.unwrap();
+            assert_eq!(out.schema, schema);
+            assert!(out.batches.is_empty());
+            assert_eq!(out.stats.reads, 0);
+            let out = read_to_end(reader.read().with_row_range(0..0).with_columns(vec!["s".into()])).await.unwrap();
+            assert!(out.batches.is_empty());
+            assert!(reader.read().plan().await.unwrap().requests.is_empty());
+
+            let taken = reader.take(&[], None).await.unwrap();
+            assert_eq!(taken, RecordBatch::new_empty(schema.clone()));
+            assert!(matches!(reader.take(&[0], None).await, Err(Error::InvalidArgument(_))));
+            assert!(matches!(read_to_end(reader.read().with_row_range(0..1)).await, Err(Error::InvalidArgument(_))));
+        }
+    });
+}
+
+/// A file whose columns are all of the null type: no page has a buffer, so nothing is read.
+#[test]
+fn null_type_only_file() {
+    let schema: SchemaRef = Arc::new(Schema::new(vec![
+        Field::new("x", DataType::Null, true),
+        Field::new("y", DataType::Null, true),
+    ]));
+    let num_rows = 2500;
+    let table = RecordBatch::try_new(
+        schema.clone(),
+        vec![Arc::new(NullArray::new(num_rows)), Arc::new(NullArray::new(num_rows))],
+    )
+    .unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("nulls.leaf");
+    runtime().block_on(async {
+        let mut rng = common::rng(3);
+        let inputs = split_randomly(&mut rng, &table, 700);
+        write_file(&path, &schema, &inputs, 64).await;
+        let reader = FileReader::open_path(&path).await.unwrap();
+        let out = read_to_end(reader.read().with_batch_size(1000)).await.unwrap();
+        assert_batch_sizes(&out.batches, 1000, num_rows, "null columns");
+        assert_batches_equal(&out.concat(), &table, "null columns");
+        assert_eq!((out.stats.reads, out.stats.bytes_read), (0, 0));
+        let plan = reader.read().plan().await.unwrap();
+        assert_eq!(plan.total().bytes, 0);
+        check_all_reads(&mut rng, &reader, &table, 333).await;
+    });
+}
+
+/// A file of 3,000 columns, whose metadata does not fit the bytes read on open, with and
+/// without rows; read whole and through a projection.
+#[test]
+fn wide_files() {
+    let num_columns = 3000;
+    let schema: SchemaRef = Arc::new(Schema::new(
+        (0..num_columns).map(|i| Field::new(format!("column_{i}"), DataType::Int64, true)).collect::<Vec<_>>(),
+    ));
+    let dir = tempfile::tempdir().unwrap();
+    runtime().block_on(async {
+        for num_rows in [0usize, 3] {
+            let columns: Vec<ArrayRef> = (0..num_columns)
+                .map(|c| Arc::new(Int64Array::from_iter((0..num_rows).map(|r| (r % 2 == 0).then_some((c * 10 + r) as i64)))) as ArrayRef)
+                .collect();
+            let options = RecordBatchOptions::new().with_row_count(Some(num_rows));
+            let table = RecordBatch::try_new_with_options(schema.clone(), columns, &options).unwrap();
+            let path = dir.path().join(format!("wide_{num_rows}.leaf"));
+            write_file(&path, &schema, std::slice::from_ref(&table), 1 << 20).await;
+            assert!(std::fs::metadata(&path).unwrap().len() > 64 * 1024, "the metadata should not fit the open read");
+
+            let reader = FileReader::open_path(&path).await.unwrap();
+            let names = vec!["column_2999".to_string(), "column_0".to_string(), "column_1500".to_string()];
+            let out = read_to_end(reader.read().with_columns(names.clone())).await.unwrap();
+            let expected = table.project(&[2999, 0, 1500]).unwrap();
+            assert_batches_equal(&out.concat(), &expected, &format!("projection of a wide file of {num_rows} rows"));
+            let taken = reader.take(&vec![0; num_rows.min(1)], Some(&names)).await.unwrap();
+            assert_eq!(taken.num_rows(), num_rows.min(1));
+
+            // A fresh reader, so that a full read loads every column's metadata at once.
+            let reader = FileReader::open_path(&path).await.unwrap();
+            let out = read_to_end(reader.read()).await.unwrap();
+            assert_batches_equal(&out.concat(), &table, &format!("wide file of {num_rows} rows"));
+            assert_eq!(reader.metadata().await.unwrap().columns.len(), num_columns);
+        }
+    });
+}
+
+/// A projection may name a column twice; each occurrence is read.
+#[test]
+fn projection_may_repeat_a_column() {
+    let schema: SchemaRef = Arc::new(Schema::new(vec![
+        Field::new("a", DataType::Int32, true),
+        Field::new("s", DataType::Utf8, true),
+    ]));
+    let mut rng = common::rng(11);
+    let table = random_table(&mut rng, &schema, 500);
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("repeat.leaf");
+    runtime().block_on(async {
+        write_file(&path, &schema, std::slice::from_ref(&table), 256).await;
+        let reader = FileReader::open_path(&path).await.unwrap();
+        let names = vec!["s".to_string(), "a".to_string(), "s".to_string()];
+        let out = read_to_end(reader.read().with_columns(names).with_row_range(17..433).with_batch_size(50)).await.unwrap();
+        let expected = table.slice(17, 416).project(&[1, 0, 1]).unwrap();
+        assert_batches_equal(&out.concat(), &expected, "repeated column");
+    });
+}
+
+/// Values larger than the page size: each page holds one row.
+#[test]
+fn values_larger_than_a_page() {
+    let schema: SchemaRef = Arc::new(Schema::new(vec![
+        Field::new("s", DataType::LargeUtf8, true),
+        Field::new("f", DataType::FixedSizeBinary(200), false),
+    ]));
+    let mut rng = common::rng(5);
+    let table = random_table(&mut rng, &schema, 300);
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("large_values.leaf");
+    runtime().block_on(async {
+        write_file(&path, &schema, std::slice::from_ref(&table), 16).await;
+        let reader = FileReader::open_path(&path).await.unwrap();
+        let metadata = reader.metadata().await.unwrap();
+        assert!(metadata.columns[1].pages.iter().all(|p| p.num_rows == 1), "one row a page when a row exceeds the page");
+        check_all_reads(&mut rng, &reader, &table, 7).await;
+    });
+}
