@@ -181,7 +181,8 @@ class FileReader:
     ) -> dict[str, Any]:
         """The I/O a read would make, computed without reading any data.
 
-        Returns totals (``requests``, ``reads``, ``bytes``), totals per column (``columns``),
+        Returns totals (``requests``; storage ``reads``; ``bytes`` asked for and ``read_bytes``
+        read, which includes the small gaps merged reads span), totals per column (``columns``),
         and every request (``request_list``, with its priority: the lowest row it serves).
         Requests that depend on data read earlier (the bytes of strings when only some rows are
         read) are counted in ``indirect_requests`` with an upper bound of their bytes."""
@@ -200,7 +201,9 @@ def _indices_arg(indices: Any) -> pa.Array:
     try:
         if isinstance(indices, pa.ChunkedArray):
             indices = indices.combine_chunks()
-        array = indices if isinstance(indices, pa.Array) else pa.array(indices, type=pa.int64())
+        array = indices if isinstance(indices, pa.Array) else pa.array(indices)
+        if len(array) == 0 and pa.types.is_null(array.type):
+            array = pa.array([], pa.int64())
         if not pa.types.is_integer(array.type):
             raise InvalidArgumentError(f"row indices must be integers, got {array.type}")
         return array.cast(pa.int64())

@@ -295,6 +295,7 @@ fn plan_dict<'py>(py: Python<'py>, plan: &IoPlan, paths: &HashMap<u32, String>) 
     out.set_item("requests", total.requests)?;
     out.set_item("reads", total.reads)?;
     out.set_item("bytes", total.bytes)?;
+    out.set_item("read_bytes", total.read_bytes)?;
     out.set_item("indirect_requests", total.indirect_requests)?;
     out.set_item("indirect_max_bytes", total.indirect_max_bytes)?;
     let columns = PyDict::new(py);
@@ -304,6 +305,7 @@ fn plan_dict<'py>(py: Python<'py>, plan: &IoPlan, paths: &HashMap<u32, String>) 
         entry.set_item("requests", c.requests)?;
         entry.set_item("reads", c.reads)?;
         entry.set_item("bytes", c.bytes)?;
+        entry.set_item("read_bytes", c.read_bytes)?;
         entry.set_item("indirect_requests", c.indirect_requests)?;
         entry.set_item("indirect_max_bytes", c.indirect_max_bytes)?;
         let name = paths.get(&column).cloned().unwrap_or_else(|| column.to_string());

@@ -22,7 +22,7 @@ use futures::stream::BoxStream;
 use futures::{Stream, StreamExt, TryStreamExt};
 
 use crate::decoder::DecodeBatchStream;
-use crate::error::{Error, Result, ensure};
+use crate::error::{Error, Result, bail, ensure};
 use crate::format::proto::{ColumnMetadata, Footer};
 use crate::format::schema::{FieldColumns, schema_from_proto};
 use crate::format::{self, ColumnEntry, FileTail, TAIL_LEN};
@@ -265,11 +265,19 @@ impl FileReader {
         ranges
             .iter()
             .map(|range| {
+                // The block of a column without pages is empty: `coalesce_ranges` makes no read
+                // for it, and it needs none.
+                if range.is_empty() {
+                    return Ok(Bytes::new());
+                }
                 let (base, bytes) = if range.start >= inner.suffix_start {
                     (inner.suffix_start, &inner.suffix)
                 } else {
                     let i = reads.partition_point(|read| read.end <= range.start);
-                    (reads[i].start, &loaded[i])
+                    match (reads.get(i), loaded.get(i)) {
+                        (Some(read), Some(bytes)) if read.start <= range.start => (read.start, bytes),
+                        _ => bail!(internal, "metadata range {range:?} of {} was not read", self.location()),
+                    }
                 };
                 let start = (range.start - base) as usize;
                 let end = (range.end - base) as usize;

@@ -183,9 +183,10 @@ impl ColumnEntry {
     }
 
     /// Parses an entry and checks that the block lies inside the metadata region
-    /// (`HEADER_LEN..metadata_end`).
+    /// (`HEADER_LEN..metadata_end`) and that the reserved bytes are zero.
     pub fn parse(bytes: &[u8], metadata_end: u64) -> Result<Self> {
         ensure!(bytes.len() == COLUMN_ENTRY_LEN as usize, internal, "column entry slice has the wrong length");
+        ensure!(bytes[20..24] == [0; 4], corrupt, "column table entry has non-zero reserved bytes");
         let entry = Self {
             offset: u64::from_le_bytes(bytes[0..8].try_into().unwrap_or_default()),
             length: u64::from_le_bytes(bytes[8..16].try_into().unwrap_or_default()),

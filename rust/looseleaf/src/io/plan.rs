@@ -47,6 +47,8 @@ pub struct ColumnPlan {
     pub reads: u64,
     /// Bytes of the direct requests.
     pub bytes: u64,
+    /// Bytes of their storage reads (at least `bytes`: merged reads include the gaps).
+    pub read_bytes: u64,
     /// Indirect requests, whose reads are not known in advance.
     pub indirect_requests: u64,
     /// Upper bound of the bytes of the indirect requests.
@@ -71,6 +73,7 @@ impl IoPlan {
                 RequestKind::Direct => {
                     entry.reads += request.reads.len() as u64;
                     entry.bytes += request.bytes;
+                    entry.read_bytes += request.reads.iter().map(|r| r.end - r.start).sum::<u64>();
                 }
                 RequestKind::Indirect => {
                     entry.indirect_requests += 1;
@@ -87,6 +90,7 @@ impl IoPlan {
             acc.requests += c.requests;
             acc.reads += c.reads;
             acc.bytes += c.bytes;
+            acc.read_bytes += c.read_bytes;
             acc.indirect_requests += c.indirect_requests;
             acc.indirect_max_bytes += c.indirect_max_bytes;
             acc

@@ -1,0 +1,215 @@
+"""The Python API around the reads: metadata, plans, I/O counters, stores, writers, threads, CLI."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import threading
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+import looseleaf
+
+
+@pytest.fixture
+def table() -> pa.Table:
+    n = 20_000
+    return pa.table(
+        {
+            "id": pa.array(range(n), pa.int64()),
+            "small": pa.array([i % 100 for i in range(n)], pa.int8()),
+            "name": pa.array([None if i % 11 == 0 else f"name-{i}" for i in range(n)]),
+            "nothing": pa.nulls(n, pa.float64()),
+        }
+    )
+
+
+@pytest.fixture
+def path(tmp_path, table):
+    path = tmp_path / "t.leaf"
+    looseleaf.write_table(table, path, page_size=16_384)
+    return path
+
+
+def test_schema_rows_and_metadata(path, table):
+    reader = looseleaf.open(path)
+    assert reader.schema == table.schema
+    assert reader.num_rows == table.num_rows
+    assert reader.num_columns == 4
+    assert repr(reader).startswith("looseleaf.FileReader(")
+    metadata = reader.metadata
+    assert metadata["num_rows"] == table.num_rows
+    assert metadata["format_version"] == "1.0"
+    assert metadata["created_by"].startswith("looseleaf ")
+    by_field = {c["field"]: c for c in metadata["columns"]}
+    assert set(by_field) == set(table.column_names)
+    for column in metadata["columns"]:
+        assert sum(p["num_rows"] for p in column["pages"]) == table.num_rows
+        assert column["num_pages"] == len(column["pages"])
+        assert column["bytes"] == sum(p["bytes"] for p in column["pages"])
+    # 8-byte ids in 16 KiB pages: ten pages; 1-byte values in ten times fewer.
+    assert by_field["id"]["num_pages"] == 10
+    assert by_field["small"]["num_pages"] == 2
+    assert {p["encoding"] for p in by_field["name"]["pages"]} == {"nullable(binary(offsets=32))"}
+    assert {p["encoding"] for p in by_field["nothing"]["pages"]} == {"all_null"}
+    assert by_field["nothing"]["bytes"] == 0
+    assert {p["encoding"] for p in by_field["id"]["pages"]} == {"plain(64)"}
+
+
+def test_plan_matches_the_layout(path):
+    reader = looseleaf.open(path)
+    pages = {c["field"]: c["num_pages"] for c in reader.metadata["columns"]}
+    sizes = {c["field"]: c["bytes"] for c in reader.metadata["columns"]}
+    full = reader.plan()
+    assert full["requests"] == pages["id"] + pages["small"] + pages["name"]  # all-null pages need nothing
+    assert full["bytes"] == sum(sizes.values())
+    assert full["indirect_requests"] == 0
+    projected = reader.plan(columns=["small"])
+    assert projected["bytes"] == sizes["small"]
+    assert set(projected["columns"]) == {"small"}
+    # Requests leave in top-level row order across columns with different page sizes.
+    priorities = [r["priority"] for r in full["request_list"]]
+    assert priorities == sorted(priorities)
+
+    few = reader.plan(indices=[5, 17_000, 9])
+    assert few["bytes"] < 200
+    # The strings of a few rows need their offsets first: one dependent request per page read.
+    assert few["indirect_requests"] == few["columns"]["name"]["requests"] - few["columns"]["name"]["indirect_requests"]
+    ranged = reader.plan(columns=["id"], start=100, num_rows=10)
+    assert ranged["bytes"] == 80 and ranged["reads"] == 1
+
+
+def test_stream_reports_io(path, table):
+    reader = looseleaf.open(path)
+    stream = reader.stream(columns=["id", "name"], batch_size=1000)
+    result = pa.RecordBatchReader.from_stream(stream).read_all()
+    assert result.equals(table.select(["id", "name"]))
+    stats = stream.io_stats()
+    plan = reader.plan(columns=["id", "name"])
+    assert stats["requests"] == plan["requests"]
+    assert stats["bytes_read"] == plan["read_bytes"] >= plan["bytes"]
+    assert stats["peak_reserved_bytes"] <= reader.options["io_buffer_bytes"]
+    with pytest.raises(looseleaf.InvalidArgumentError, match="consumed"):
+        pa.RecordBatchReader.from_stream(stream)
+
+
+def test_backpressure_keeps_buffered_bytes_under_the_budget(tmp_path):
+    n = 400_000
+    table = pa.table({"a": pa.array(range(n), pa.int64()), "b": pa.array(range(n), pa.float64())})
+    path = tmp_path / "big.leaf"
+    looseleaf.write_table(table, path, page_size=64 * 1024)
+    budget = 512 * 1024
+    reader = looseleaf.open(path, io_buffer_bytes=budget)
+    stream = reader.stream(batch_size=1024)
+    rows = 0
+    import time
+
+    for batch in pa.RecordBatchReader.from_stream(stream):
+        rows += batch.num_rows
+        time.sleep(0.0005)  # a slow consumer
+    assert rows == n
+    stats = stream.io_stats()
+    assert stats["bytes_read"] == 2 * 8 * n
+    assert stats["bytes_read"] > 10 * budget
+    assert stats["bypassed_reads"] == 0
+    assert stats["peak_reserved_bytes"] <= budget
+
+
+def test_memory_store_round_trip(table):
+    result = looseleaf.write_table(table, "memory://tables/t.leaf")
+    assert result["num_rows"] == table.num_rows
+    reader = looseleaf.open("memory://tables/t.leaf")
+    assert reader.to_table().equals(table)
+    assert reader.take([3, 1]).equals(table.take([3, 1]))
+
+
+def test_file_urls_and_pathlike(path, table):
+    assert looseleaf.open(f"file://{path}").num_rows == table.num_rows
+    assert looseleaf.open(str(path)).num_rows == table.num_rows
+
+
+def test_write_table_accepts_every_arrow_shape(tmp_path, table):
+    shapes = {
+        "table": table,
+        "batch": table.combine_chunks().to_batches()[0],
+        "reader": pa.RecordBatchReader.from_batches(table.schema, table.to_batches(max_chunksize=777)),
+        "batches": table.to_batches(max_chunksize=1234),
+        "generator": (b for b in table.to_batches(max_chunksize=5000)),
+    }
+    for name, data in shapes.items():
+        path = tmp_path / f"{name}.leaf"
+        result = looseleaf.write_table(data, path)
+        assert result["num_rows"] == table.num_rows
+        assert result["num_bytes"] == path.stat().st_size
+        assert looseleaf.open(path).to_table().equals(table), name
+    with pytest.raises(looseleaf.InvalidArgumentError, match="schema"):
+        looseleaf.write_table([], tmp_path / "none.leaf")
+    looseleaf.write_table([], tmp_path / "none.leaf", schema=table.schema)
+    assert looseleaf.open(tmp_path / "none.leaf").num_rows == 0
+
+
+def test_file_writer_context_manager(tmp_path, table):
+    path = tmp_path / "w.leaf"
+    with looseleaf.FileWriter(path, table.schema, page_size=4096) as writer:
+        for batch in table.to_batches(max_chunksize=333):
+            writer.write_batch(batch)
+        assert writer.num_rows == table.num_rows
+        writer.write(table.slice(0, 10))
+    assert writer.closed
+    reader = looseleaf.open(path)
+    assert reader.to_table().equals(pa.concat_tables([table, table.slice(0, 10)]))
+
+
+def test_schema_metadata_survives(tmp_path):
+    schema = pa.schema([pa.field("a", pa.int32(), metadata={"unit": "m"})], metadata={"origin": "test"})
+    table = pa.table({"a": pa.array([1, 2], pa.int32())}, schema=schema)
+    looseleaf.write_table(table, tmp_path / "m.leaf")
+    read = looseleaf.open(tmp_path / "m.leaf").schema
+    assert read.metadata == {b"origin": b"test"}
+    assert read.field("a").metadata == {b"unit": b"m"}
+
+
+def test_concurrent_reads_from_threads(path, table):
+    reader = looseleaf.open(path)
+    errors: list[BaseException] = []
+
+    def work(seed: int) -> None:
+        try:
+            for _ in range(5):
+                assert reader.to_table(columns=["name", "id"]).equals(table.select(["name", "id"]))
+                assert reader.take([seed, 0, seed]).equals(table.take([seed, 0, seed]))
+        except BaseException as e:
+            errors.append(e)
+
+    threads = [threading.Thread(target=work, args=(i * 1000,)) for i in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert errors == []
+
+
+def test_cli_demo_inspect_convert(tmp_path, table):
+    demo = subprocess.run(
+        [sys.executable, "-m", "looseleaf", "demo", "--rows", "20000", "--dir", str(tmp_path)],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    assert "every read matched the data written" in demo.stdout
+    parquet = tmp_path / "in.parquet"
+    pq.write_table(table, parquet)
+    out = tmp_path / "out.leaf"
+    subprocess.run([sys.executable, "-m", "looseleaf", "convert", str(parquet), str(out)], check=True, capture_output=True)
+    assert looseleaf.open(out).to_table().equals(table)
+    inspect = subprocess.run(
+        [sys.executable, "-m", "looseleaf", "inspect", str(out), "--pages"], capture_output=True, text=True, check=True
+    )
+    assert "20,000 rows" in inspect.stdout and "name" in inspect.stdout
+    failed = subprocess.run(
+        [sys.executable, "-m", "looseleaf", "inspect", str(tmp_path / "missing.leaf")], capture_output=True, text=True
+    )
+    assert failed.returncode != 0
+    assert "missing.leaf" in failed.stderr
