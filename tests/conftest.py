@@ -11,6 +11,10 @@ settings.register_profile(
     "ci",
     max_examples=int(os.environ.get("LOOSELEAF_HYPOTHESIS_EXAMPLES", "40")),
     deadline=None,
-    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large, HealthCheck.function_scoped_fixture],
+    suppress_health_check=[
+        HealthCheck.too_slow,
+        HealthCheck.data_too_large,
+        HealthCheck.function_scoped_fixture,
+    ],
 )
 settings.load_profile("ci")

@@ -76,7 +76,9 @@ def random_array(rng: random.Random, data_type: pa.DataType, n: int, null_fracti
         values = [rng.random() < 0.5 for _ in range(n)]
     elif pa.types.is_integer(t):
         bits = t.bit_width
-        lo, hi = (-(2 ** (bits - 1)), 2 ** (bits - 1) - 1) if pa.types.is_signed_integer(t) else (0, 2**bits - 1)
+        lo, hi = (
+            (-(2 ** (bits - 1)), 2 ** (bits - 1) - 1) if pa.types.is_signed_integer(t) else (0, 2**bits - 1)
+        )
         values = _ints(rng, n, lo, hi)
     elif pa.types.is_float16(t):
         floats = [rng.uniform(-1000, 1000) for _ in range(n)]
@@ -85,11 +87,15 @@ def random_array(rng: random.Random, data_type: pa.DataType, n: int, null_fracti
         values = [rng.uniform(-1e12, 1e12) for _ in range(n)]
     elif pa.types.is_decimal(t):
         values = [
-            Decimal(rng.randint(-(10 ** min(t.precision, 30)) + 1, 10 ** min(t.precision, 30) - 1)).scaleb(-t.scale)
+            Decimal(rng.randint(-(10 ** min(t.precision, 30)) + 1, 10 ** min(t.precision, 30) - 1)).scaleb(
+                -t.scale
+            )
             for _ in range(n)
         ]
     elif pa.types.is_interval(t):
-        values = [(rng.randint(-100, 100), rng.randint(-100, 100), rng.randint(-(10**12), 10**12)) for _ in range(n)]
+        values = [
+            (rng.randint(-100, 100), rng.randint(-100, 100), rng.randint(-(10**12), 10**12)) for _ in range(n)
+        ]
     elif t in (pa.date32(), pa.time32("s")):
         values = _ints(rng, n, 0, 86399)
         return pa.array(values, pa.int32(), mask=pa.array(mask, pa.bool_())).cast(t)
@@ -98,7 +104,9 @@ def random_array(rng: random.Random, data_type: pa.DataType, n: int, null_fracti
     elif t == pa.time64("us"):
         return pa.array(_ints(rng, n, 0, 86_399_999_999), pa.int64(), mask=pa.array(mask, pa.bool_())).cast(t)
     elif t == pa.time64("ns"):
-        return pa.array(_ints(rng, n, 0, 86_399_999_999_999), pa.int64(), mask=pa.array(mask, pa.bool_())).cast(t)
+        return pa.array(
+            _ints(rng, n, 0, 86_399_999_999_999), pa.int64(), mask=pa.array(mask, pa.bool_())
+        ).cast(t)
     elif t == pa.date64():
         days = _ints(rng, n, -10000, 30000)
         return pa.array([d * 86_400_000 for d in days], pa.int64(), mask=pa.array(mask, pa.bool_())).cast(t)

@@ -76,9 +76,13 @@ def test_plan_matches_the_layout(path):
     few = reader.plan(indices=[5, 17_000, 9])
     assert few["bytes"] < 200
     # The strings of a few rows need their offsets first: one dependent request per page read.
-    assert few["indirect_requests"] == few["columns"]["name"]["requests"] - few["columns"]["name"]["indirect_requests"]
+    assert (
+        few["indirect_requests"]
+        == few["columns"]["name"]["requests"] - few["columns"]["name"]["indirect_requests"]
+    )
     ranged = reader.plan(columns=["id"], start=100, num_rows=10)
-    assert ranged["bytes"] == 80 and ranged["reads"] == 1
+    assert ranged["bytes"] == 80
+    assert ranged["reads"] == 1
 
 
 def test_stream_reports_io(path, table):
@@ -202,14 +206,24 @@ def test_cli_demo_inspect_convert(tmp_path, table):
     parquet = tmp_path / "in.parquet"
     pq.write_table(table, parquet)
     out = tmp_path / "out.leaf"
-    subprocess.run([sys.executable, "-m", "looseleaf", "convert", str(parquet), str(out)], check=True, capture_output=True)
+    subprocess.run(
+        [sys.executable, "-m", "looseleaf", "convert", str(parquet), str(out)],
+        check=True,
+        capture_output=True,
+    )
     assert looseleaf.open(out).to_table().equals(table)
     inspect = subprocess.run(
-        [sys.executable, "-m", "looseleaf", "inspect", str(out), "--pages"], capture_output=True, text=True, check=True
+        [sys.executable, "-m", "looseleaf", "inspect", str(out), "--pages"],
+        capture_output=True,
+        text=True,
+        check=True,
     )
-    assert "20,000 rows" in inspect.stdout and "name" in inspect.stdout
+    assert "20,000 rows" in inspect.stdout
+    assert "name" in inspect.stdout
     failed = subprocess.run(
-        [sys.executable, "-m", "looseleaf", "inspect", str(tmp_path / "missing.leaf")], capture_output=True, text=True
+        [sys.executable, "-m", "looseleaf", "inspect", str(tmp_path / "missing.leaf")],
+        capture_output=True,
+        text=True,
     )
     assert failed.returncode != 0
     assert "missing.leaf" in failed.stderr

@@ -39,7 +39,9 @@ def read_everything(path) -> pa.Table:
 def test_truncated_files_are_rejected(good_file, tmp_path):
     path, _ = good_file
     data = path.read_bytes()
-    cuts = sorted({0, 1, 7, 8, 100, len(data) // 2, len(data) - 41, len(data) - 40, len(data) - 20, len(data) - 1})
+    cuts = sorted(
+        {0, 1, 7, 8, 100, len(data) // 2, len(data) - 41, len(data) - 40, len(data) - 20, len(data) - 1}
+    )
     for cut in cuts:
         damaged = tmp_path / f"cut{cut}.leaf"
         damaged.write_bytes(data[:cut])
@@ -174,7 +176,10 @@ def test_writer_rejects_mismatched_batches(tmp_path):
     with pytest.raises(SchemaMismatchError), looseleaf.FileWriter(path, schema) as writer:
         writer.write_batch(pa.record_batch({"a": pa.array([1], pa.int64())}))
     assert not path.exists()
-    with pytest.raises(SchemaMismatchError, match="not nullable"), looseleaf.FileWriter(path, schema) as writer:
+    with (
+        pytest.raises(SchemaMismatchError, match="not nullable"),
+        looseleaf.FileWriter(path, schema) as writer,
+    ):
         writer.write_batch(pa.record_batch([pa.array([1, None], pa.int32())], names=["a"]))
     assert not path.exists()
 
@@ -188,9 +193,13 @@ def test_unfinished_writer_leaves_no_file(tmp_path):
     assert not path.exists()
     assert os.listdir(tmp_path) == []
 
-    with pytest.raises(RuntimeError), looseleaf.FileWriter(path, pa.schema([("a", pa.int64())])) as writer:
-        writer.write_batch(pa.record_batch({"a": pa.array([1, 2], pa.int64())}))
-        raise RuntimeError("the producer failed")
+    def failing_producer() -> None:
+        with looseleaf.FileWriter(path, pa.schema([("a", pa.int64())])) as writer:
+            writer.write_batch(pa.record_batch({"a": pa.array([1, 2], pa.int64())}))
+            raise RuntimeError("the producer failed")
+
+    with pytest.raises(RuntimeError):
+        failing_producer()
     assert not path.exists()
     assert os.listdir(tmp_path) == []
 

@@ -9,9 +9,9 @@ import pyarrow as pa
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
-from strategies import flat_tables, flat_types, random_array, split_batches
 
 import looseleaf
+from strategies import flat_tables, flat_types, random_array, split_batches
 
 PAGE_SIZES = st.sampled_from([1, 64, 1000, 4096, 65536, 8 * 1024 * 1024])
 BATCH_SIZES = st.lists(st.integers(1, 500), min_size=1, max_size=4)

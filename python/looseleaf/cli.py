@@ -25,7 +25,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     commands = parser.add_subparsers(dest="command", required=True)
 
     demo = commands.add_parser("demo", help="write a sample table and read it back by scan, range and take")
-    demo.add_argument("--rows", type=int, default=2_000_000, help="rows of the sample table (default 2,000,000)")
+    demo.add_argument(
+        "--rows", type=int, default=2_000_000, help="rows of the sample table (default 2,000,000)"
+    )
     demo.add_argument("--dir", default=None, help="where to write (default: a temporary directory)")
 
     inspect = commands.add_parser("inspect", help="print a file's schema, columns, pages and encodings")
@@ -65,7 +67,9 @@ def sample_table(num_rows: int, seed: int = 42) -> pa.Table:
             "quantity": pc.cast(ints(rng, 500), pa.int32()),
             "buy": pc.less(rng, 0.5),
             "venue": words.take(ints(rng2, len(words))),
-            "comment": pc.if_else(pc.less(rng, 0.1), pa.scalar(None, pa.string()), comments.take(ints(rng, 1000))),
+            "comment": pc.if_else(
+                pc.less(rng, 0.1), pa.scalar(None, pa.string()), comments.take(ints(rng, 1000))
+            ),
         }
     )
 
@@ -107,7 +111,9 @@ def run_demo(num_rows: int, directory: str | None) -> int:
         )
 
         start, count = num_rows // 3, min(100_000, num_rows // 3)
-        ranged, seconds = _timed(lambda: reader.read_range(start, count, columns=["id", "price", "venue"]).read_all())
+        ranged, seconds = _timed(
+            lambda: reader.read_range(start, count, columns=["id", "price", "venue"]).read_all()
+        )
         assert ranged.equals(table.select(["id", "price", "venue"]).slice(start, count))
         print(f"  range of {count:,} rows x 3 columns from row {start:,}: {seconds * 1000:.1f} ms")
 
@@ -121,7 +127,8 @@ def run_demo(num_rows: int, directory: str | None) -> int:
             f"(+{plan['indirect_requests']} dependent string reads)"
         )
         full = reader.plan()
-        print(f"  plan of a full scan: {full['requests']:,} requests, {full['reads']:,} reads, {_mb(full['bytes'])}")
+        summary = f"{full['requests']:,} requests, {full['reads']:,} reads, {_mb(full['bytes'])}"
+        print(f"  plan of a full scan: {summary}")
         print("  every read matched the data written")
     return 0
 
@@ -145,7 +152,9 @@ def run_inspect(path: str, *, pages: bool, as_json: bool) -> int:
         )
         if pages:
             for i, page in enumerate(column["pages"]):
-                print(f"{'':>8}page {i}: {page['num_rows']:,} rows, {page['bytes']:,} bytes, {page['encoding']}")
+                print(
+                    f"{'':>8}page {i}: {page['num_rows']:,} rows, {page['bytes']:,} bytes, {page['encoding']}"
+                )
     return 0
 
 

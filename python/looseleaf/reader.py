@@ -194,7 +194,9 @@ class FileReader:
         )
 
     def __repr__(self) -> str:
-        return f"looseleaf.FileReader({self.path!r}, num_rows={self.num_rows}, num_columns={self.num_columns})"
+        return (
+            f"looseleaf.FileReader({self.path!r}, num_rows={self.num_rows}, num_columns={self.num_columns})"
+        )
 
 
 def _indices_arg(indices: Any) -> pa.Array:

@@ -33,7 +33,9 @@ class FileWriter:
     def __init__(self, path: PathLike, schema: pa.Schema, *, page_size: int | None = None) -> None:
         if not isinstance(schema, pa.Schema):
             raise InvalidArgumentError(f"schema must be a pyarrow.Schema, got {type(schema).__name__}")
-        self._native = _looseleaf.FileWriter(path, schema, page_size=count_arg("page_size", page_size, minimum=1))
+        self._native = _looseleaf.FileWriter(
+            path, schema, page_size=count_arg("page_size", page_size, minimum=1)
+        )
         self.schema = schema
         self.path = os.fspath(path)
 
@@ -89,7 +91,9 @@ class FileWriter:
             self.abort()
 
 
-def write_table(data: Any, path: PathLike, *, schema: pa.Schema | None = None, page_size: int | None = None) -> dict[str, int]:
+def write_table(
+    data: Any, path: PathLike, *, schema: pa.Schema | None = None, page_size: int | None = None
+) -> dict[str, int]:
     """Writes Arrow data to a new looseleaf file at ``path``.
 
     ``data`` is a ``pyarrow.Table``, ``RecordBatch``, ``RecordBatchReader``, anything with
