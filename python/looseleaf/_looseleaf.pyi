@@ -1,0 +1,93 @@
+"""Type stubs of the native module. The public API is in ``looseleaf.reader`` and
+``looseleaf.writer``; these classes are what they wrap."""
+
+from os import PathLike
+from typing import Any
+
+__version__: str
+
+class ArrowSchema:
+    """A schema exported through the Arrow PyCapsule interface."""
+
+    def __arrow_c_schema__(self) -> object: ...
+
+class ReadStream:
+    """The batches of a read, exported once through ``__arrow_c_stream__``."""
+
+    @property
+    def schema(self) -> ArrowSchema: ...
+    def __arrow_c_stream__(self, requested_schema: object | None = None) -> object: ...
+    def io_stats(self) -> dict[str, int]:
+        """Counters of the read's I/O scheduler: requests, indirect_requests, reads, bytes_read,
+        peak_reserved_bytes, bypassed_reads."""
+
+class Batches:
+    """Record batches already decoded, exported once through ``__arrow_c_stream__``."""
+
+    def __arrow_c_stream__(self, requested_schema: object | None = None) -> object: ...
+
+class FileReader:
+    """An open looseleaf file."""
+
+    @staticmethod
+    def open(
+        path: str | PathLike[str],
+        *,
+        batch_size: int | None = None,
+        io_depth: int | None = None,
+        io_buffer_bytes: int | None = None,
+    ) -> FileReader: ...
+    @property
+    def schema(self) -> ArrowSchema: ...
+    @property
+    def num_rows(self) -> int: ...
+    @property
+    def num_columns(self) -> int: ...
+    @property
+    def location(self) -> str: ...
+    @property
+    def options(self) -> dict[str, int]: ...
+    def metadata(self) -> dict[str, Any]: ...
+    def scan(
+        self,
+        columns: list[str] | None = None,
+        start: int | None = None,
+        num_rows: int | None = None,
+        batch_size: int | None = None,
+        io_depth: int | None = None,
+        io_buffer_bytes: int | None = None,
+    ) -> ReadStream: ...
+    def read_table(
+        self,
+        columns: list[str] | None = None,
+        start: int | None = None,
+        num_rows: int | None = None,
+        batch_size: int | None = None,
+        io_depth: int | None = None,
+        io_buffer_bytes: int | None = None,
+    ) -> Batches: ...
+    def take(self, indices: object, columns: list[str] | None = None) -> Batches: ...
+    def plan(
+        self,
+        columns: list[str] | None = None,
+        start: int | None = None,
+        num_rows: int | None = None,
+        indices: object | None = None,
+    ) -> dict[str, Any]: ...
+
+class FileWriter:
+    """Writes record batches to a looseleaf file; nothing is visible until ``finish``."""
+
+    def __init__(
+        self, path: str | PathLike[str], schema: object, *, page_size: int | None = None
+    ) -> None: ...
+    @property
+    def schema(self) -> ArrowSchema: ...
+    @property
+    def num_rows(self) -> int: ...
+    @property
+    def closed(self) -> bool: ...
+    def write_batch(self, batch: object) -> None: ...
+    def write_stream(self, data: object) -> None: ...
+    def finish(self) -> dict[str, int]: ...
+    def abort(self) -> None: ...
