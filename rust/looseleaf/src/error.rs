@@ -69,13 +69,22 @@ impl Error {
     }
 
     /// Attaches a file location to errors that do not carry one yet (decode errors found deep
-    /// inside an encoding know what is wrong but not which file they were reading).
+    /// inside an encoding know what is wrong but not which file they were reading; so do the
+    /// checks of a file's version and types, and of a read's rows). An unsupported feature or an
+    /// invalid argument gets the location at the front of its message, unless the message names
+    /// it already; I/O errors always carry theirs.
     pub fn with_location(self, location: &str) -> Self {
         match self {
             Self::Corrupt { location: l, message } if l.is_empty() => {
                 Self::Corrupt { location: location.to_string(), message }
             }
             Self::Arrow(e) => Self::Corrupt { location: location.to_string(), message: e.to_string() },
+            Self::Unsupported(message) if !message.contains(location) => {
+                Self::Unsupported(format!("{location}: {message}"))
+            }
+            Self::InvalidArgument(message) if !message.contains(location) => {
+                Self::InvalidArgument(format!("{location}: {message}"))
+            }
             other => other,
         }
     }

@@ -5,7 +5,7 @@
 //! bytes (8 MiB by default), independent of the other columns' pages. A footer at the end holds
 //! the schema, and a fixed-width column table points at each column's page metadata, so a
 //! reader decodes the metadata of the columns it reads and no others. The byte layout is in
-//! [`format`] and `docs/format.md`.
+//! [`format`](mod@format) and `docs/format.md`.
 //!
 //! Reading runs three loops (see `docs/architecture.md`):
 //!

@@ -496,7 +496,12 @@ impl ReadBuilder {
         let parallelism = self
             .decode_parallelism
             .unwrap_or_else(|| std::thread::available_parallelism().map(|n| n.get()).unwrap_or(2));
-        let batches = stream.into_stream(parallelism, tokio::runtime::Handle::current());
+        // Assembling a batch can fail on what the file says (a field declared non-nullable
+        // whose pages hold nulls): such errors name the file too.
+        let batches = stream
+            .into_stream(parallelism, tokio::runtime::Handle::current())
+            .map_err(move |e| e.with_location(&location))
+            .boxed();
         Ok(RecordBatchStream { schema, batches, io })
     }
 

@@ -51,7 +51,8 @@ async fn check_all_reads(rng: &mut StdRng, reader: &FileReader, table: &RecordBa
     // A row range.
     let start = rng.random_range(0..=num_rows);
     let end = rng.random_range(start..=num_rows);
-    let read = with_random_settings(rng, reader.read().with_row_range(start as u64..end as u64).with_batch_size(batch_size));
+    let read =
+        with_random_settings(rng, reader.read().with_row_range(start as u64..end as u64).with_batch_size(batch_size));
     let out = read_to_end(read).await.unwrap();
     assert_batch_sizes(&out.batches, batch_size, end - start, "row range");
     assert_batches_equal(&out.concat(), &table.slice(start, end - start), &format!("rows {start}..{end}"));
@@ -62,7 +63,11 @@ async fn check_all_reads(rng: &mut StdRng, reader: &FileReader, table: &RecordBa
         reader.read().with_row_range(start as u64..end as u64).with_columns(names.clone()).with_batch_size(batch_size),
     );
     let out = read_to_end(read).await.unwrap();
-    assert_batches_equal(&out.concat(), &expected.slice(start, end - start), &format!("rows {start}..{end} of {names:?}"));
+    assert_batches_equal(
+        &out.concat(),
+        &expected.slice(start, end - start),
+        &format!("rows {start}..{end} of {names:?}"),
+    );
 
     // Take: unsorted indices with repeats, all columns or the projection.
     let mut indices: Vec<u64> = if num_rows == 0 {
@@ -78,7 +83,11 @@ async fn check_all_reads(rng: &mut StdRng, reader: &FileReader, table: &RecordBa
     let taken = reader.take(&indices, None).await.unwrap();
     assert_batches_equal(&taken, &take_record_batch(table, &positions).unwrap(), &format!("take {indices:?}"));
     let taken = reader.take(&indices, Some(&names)).await.unwrap();
-    assert_batches_equal(&taken, &take_record_batch(&expected, &positions).unwrap(), &format!("take {indices:?} of {names:?}"));
+    assert_batches_equal(
+        &taken,
+        &take_record_batch(&expected, &positions).unwrap(),
+        &format!("take {indices:?} of {names:?}"),
+    );
 }
 
 fn round_trip_case(seed: u64, num_rows: usize, page_size: u64, max_input_batch: usize, batch_size: usize) {
@@ -145,7 +154,11 @@ fn every_flat_type_round_trips() {
             check_all_reads(&mut rng, &reader, &table, batch_size).await;
         }
         // The same through a one-byte budget at an I/O depth of one: every read bypasses it.
-        let read = reader.read().with_batch_size(64).with_io_options(IoOptions { io_depth: 1, buffer_bytes: 1, ..IoOptions::LOCAL });
+        let read = reader.read().with_batch_size(64).with_io_options(IoOptions {
+            io_depth: 1,
+            buffer_bytes: 1,
+            ..IoOptions::LOCAL
+        });
         let out = read_to_end(read).await.unwrap();
         assert_batches_equal(&out.concat(), &table, "one-byte budget");
         assert!(out.stats.bypassed_reads > 0);
@@ -194,10 +207,8 @@ fn zero_row_file() {
 /// A file whose columns are all of the null type: no page has a buffer, so nothing is read.
 #[test]
 fn null_type_only_file() {
-    let schema: SchemaRef = Arc::new(Schema::new(vec![
-        Field::new("x", DataType::Null, true),
-        Field::new("y", DataType::Null, true),
-    ]));
+    let schema: SchemaRef =
+        Arc::new(Schema::new(vec![Field::new("x", DataType::Null, true), Field::new("y", DataType::Null, true)]));
     let num_rows = 2500;
     let table = RecordBatch::try_new(
         schema.clone(),
@@ -233,7 +244,10 @@ fn wide_files() {
     runtime().block_on(async {
         for num_rows in [0usize, 3] {
             let columns: Vec<ArrayRef> = (0..num_columns)
-                .map(|c| Arc::new(Int64Array::from_iter((0..num_rows).map(|r| (r % 2 == 0).then_some((c * 10 + r) as i64)))) as ArrayRef)
+                .map(|c| {
+                    Arc::new(Int64Array::from_iter((0..num_rows).map(|r| (r % 2 == 0).then_some((c * 10 + r) as i64))))
+                        as ArrayRef
+                })
                 .collect();
             let options = RecordBatchOptions::new().with_row_count(Some(num_rows));
             let table = RecordBatch::try_new_with_options(schema.clone(), columns, &options).unwrap();
@@ -261,10 +275,8 @@ fn wide_files() {
 /// A projection may name a column twice; each occurrence is read.
 #[test]
 fn projection_may_repeat_a_column() {
-    let schema: SchemaRef = Arc::new(Schema::new(vec![
-        Field::new("a", DataType::Int32, true),
-        Field::new("s", DataType::Utf8, true),
-    ]));
+    let schema: SchemaRef =
+        Arc::new(Schema::new(vec![Field::new("a", DataType::Int32, true), Field::new("s", DataType::Utf8, true)]));
     let mut rng = common::rng(11);
     let table = random_table(&mut rng, &schema, 500);
     let dir = tempfile::tempdir().unwrap();
@@ -273,7 +285,8 @@ fn projection_may_repeat_a_column() {
         write_file(&path, &schema, std::slice::from_ref(&table), 256).await;
         let reader = FileReader::open_path(&path).await.unwrap();
         let names = vec!["s".to_string(), "a".to_string(), "s".to_string()];
-        let out = read_to_end(reader.read().with_columns(names).with_row_range(17..433).with_batch_size(50)).await.unwrap();
+        let out =
+            read_to_end(reader.read().with_columns(names).with_row_range(17..433).with_batch_size(50)).await.unwrap();
         let expected = table.slice(17, 416).project(&[1, 0, 1]).unwrap();
         assert_batches_equal(&out.concat(), &expected, "repeated column");
     });
@@ -294,7 +307,10 @@ fn values_larger_than_a_page() {
         write_file(&path, &schema, std::slice::from_ref(&table), 16).await;
         let reader = FileReader::open_path(&path).await.unwrap();
         let metadata = reader.metadata().await.unwrap();
-        assert!(metadata.columns[1].pages.iter().all(|p| p.num_rows == 1), "one row a page when a row exceeds the page");
+        assert!(
+            metadata.columns[1].pages.iter().all(|p| p.num_rows == 1),
+            "one row a page when a row exceeds the page"
+        );
         check_all_reads(&mut rng, &reader, &table, 7).await;
     });
 }

@@ -2,7 +2,7 @@
 //!
 //! Everything here is synchronous and pure: it turns bytes into metadata structures and back,
 //! checking every length, offset and checksum so that a damaged file gives an
-//! [`Error::Corrupt`](crate::Error::Corrupt) rather than a panic or a huge allocation.
+//! [`Error::Corrupt`] rather than a panic or a huge allocation.
 //!
 //! ```text
 //! offset 0        "LEAF" major:u16 minor:u16                         file header (8 bytes)

@@ -75,6 +75,14 @@ pub fn assign_columns(schema: &Schema) -> Result<Vec<FieldColumns>> {
 
 fn assign_field(field: &FieldRef, next: &mut u32) -> Result<FieldColumns> {
     let data_type = field.data_type();
+    // Plain values are one bit or a positive number of bytes wide: a fixed-size binary of width
+    // 0 would make pages no reader accepts.
+    ensure!(
+        fixed_width_bits(data_type) != Some(0),
+        unsupported,
+        "field {:?} has type {data_type}, whose values of zero bytes looseleaf cannot store",
+        field.name()
+    );
     if matches!(data_type, DataType::Null) || fixed_width_bits(data_type).is_some() || is_variable_width(data_type) {
         let column = *next;
         *next = next.checked_add(1).ok_or_else(|| Error::Unsupported("more than 2^32 columns".into()))?;
@@ -128,11 +136,11 @@ fn type_to_proto(data_type: &DataType, name: &str) -> Result<proto::DataType> {
         DataType::Float64 => TypeKind::Float64,
         DataType::Date32 => TypeKind::Date32,
         DataType::Date64 => TypeKind::Date64,
-        DataType::Time32(unit) => {
+        DataType::Time32(unit @ (TimeUnit::Second | TimeUnit::Millisecond)) => {
             out.unit = unit_to_proto(unit) as i32;
             TypeKind::Time32
         }
-        DataType::Time64(unit) => {
+        DataType::Time64(unit @ (TimeUnit::Microsecond | TimeUnit::Nanosecond)) => {
             out.unit = unit_to_proto(unit) as i32;
             TypeKind::Time64
         }
@@ -255,8 +263,16 @@ fn type_from_proto(field: &proto::Field) -> Result<DataType> {
         TypeKind::Float64 => DataType::Float64,
         TypeKind::Date32 => DataType::Date32,
         TypeKind::Date64 => DataType::Date64,
-        TypeKind::Time32 => DataType::Time32(unit_from_proto(t.unit, name)?),
-        TypeKind::Time64 => DataType::Time64(unit_from_proto(t.unit, name)?),
+        // Arrow has 32-bit times of seconds and milliseconds, 64-bit times of micro- and
+        // nanoseconds, and no others (building an array of another one panics).
+        TypeKind::Time32 => match unit_from_proto(t.unit, name)? {
+            unit @ (TimeUnit::Second | TimeUnit::Millisecond) => DataType::Time32(unit),
+            unit => bail!(corrupt, "field {name:?} is a 32-bit time of unit {unit:?}, which Arrow does not have"),
+        },
+        TypeKind::Time64 => match unit_from_proto(t.unit, name)? {
+            unit @ (TimeUnit::Microsecond | TimeUnit::Nanosecond) => DataType::Time64(unit),
+            unit => bail!(corrupt, "field {name:?} is a 64-bit time of unit {unit:?}, which Arrow does not have"),
+        },
         TypeKind::Timestamp => {
             DataType::Timestamp(unit_from_proto(t.unit, name)?, t.timezone.as_deref().map(Arc::from))
         }

@@ -51,35 +51,36 @@ impl ReadContext {
     }
 }
 
+/// A started field: the jobs that schedule its pages and the decoder that receives them.
+pub type StartedField = (Vec<Box<dyn ColumnJob>>, Box<dyn FieldDecoder>);
+
 /// Plans one output field: which pages of which columns, in what order.
 pub trait FieldScheduler: Send + Sync {
     /// Starts reading the top-level rows of `selection`: returns the jobs that schedule this
     /// field's pages and the decoder that receives them.
-    fn start(
-        &self,
-        selection: &Arc<RowSelection>,
-        context: &ReadContext,
-    ) -> Result<(Vec<Box<dyn ColumnJob>>, Box<dyn FieldDecoder>)>;
+    fn start(&self, selection: &Arc<RowSelection>, context: &ReadContext) -> Result<StartedField>;
 }
 
 /// Runs the scheduling loop: schedules every page of every job, lowest top-level row first,
 /// without waiting for any I/O.
 ///
 /// On error the loop stops, keeps the error in `context` for the decoders and returns it. The
-/// jobs (and with them the channels to the decoders) are dropped when it returns.
+/// jobs (and with them the channels to the decoders) are dropped when it returns, after the
+/// error is kept: a decoder whose pages stop always finds out why.
 pub fn run_scheduling_loop(
-    jobs: Vec<Box<dyn ColumnJob>>,
+    mut jobs: Vec<Box<dyn ColumnJob>>,
     io: &Arc<dyn EncodingsIo>,
     context: &ReadContext,
 ) -> Result<()> {
-    let result = schedule_all(jobs, io);
+    let result = schedule_all(&mut jobs, io);
     if let Err(e) = &result {
         let _ = context.scheduling_error.set(e.clone().with_location(&context.location));
     }
+    drop(jobs);
     result.map_err(|e| e.with_location(&context.location))
 }
 
-fn schedule_all(mut jobs: Vec<Box<dyn ColumnJob>>, io: &Arc<dyn EncodingsIo>) -> Result<()> {
+fn schedule_all(jobs: &mut [Box<dyn ColumnJob>], io: &Arc<dyn EncodingsIo>) -> Result<()> {
     // Ties go to the job listed first (the schema's column order).
     let mut heap: BinaryHeap<Reverse<(Priority, usize)>> =
         jobs.iter().enumerate().filter_map(|(i, job)| job.next_priority().map(|p| Reverse((p, i)))).collect();

@@ -6,8 +6,8 @@ use arrow_schema::FieldRef;
 use tokio::sync::mpsc;
 
 use super::column::TopLevelColumnJob;
-use super::{ColumnJob, ColumnPages, FieldScheduler, ReadContext, RowSelection};
-use crate::decoder::{FieldDecoder, PrimitiveFieldDecoder};
+use super::{ColumnPages, FieldScheduler, ReadContext, RowSelection, StartedField};
+use crate::decoder::PrimitiveFieldDecoder;
 use crate::error::Result;
 
 /// Schedules a flat field stored in one top-level column.
@@ -24,11 +24,7 @@ impl PrimitiveFieldScheduler {
 }
 
 impl FieldScheduler for PrimitiveFieldScheduler {
-    fn start(
-        &self,
-        selection: &Arc<RowSelection>,
-        context: &ReadContext,
-    ) -> Result<(Vec<Box<dyn ColumnJob>>, Box<dyn FieldDecoder>)> {
+    fn start(&self, selection: &Arc<RowSelection>, context: &ReadContext) -> Result<StartedField> {
         let (sender, receiver) = mpsc::unbounded_channel();
         let job = TopLevelColumnJob::new(self.column.clone(), selection, sender);
         let decoder = PrimitiveFieldDecoder::new(self.field.data_type().clone(), receiver, context.clone());

@@ -113,9 +113,8 @@ pub fn all_flat_types() -> Vec<DataType> {
 /// A random flat type, with random parameters where the type has some.
 pub fn random_data_type(rng: &mut StdRng) -> DataType {
     use DataType::*;
-    let unit = *[TimeUnit::Second, TimeUnit::Millisecond, TimeUnit::Microsecond, TimeUnit::Nanosecond]
-        .choose(rng)
-        .unwrap();
+    let unit =
+        *[TimeUnit::Second, TimeUnit::Millisecond, TimeUnit::Microsecond, TimeUnit::Nanosecond].choose(rng).unwrap();
     match rng.random_range(0..36) {
         0 => Null,
         1 => Boolean,
@@ -135,10 +134,8 @@ pub fn random_data_type(rng: &mut StdRng) -> DataType {
         15 => Time32(*[TimeUnit::Second, TimeUnit::Millisecond].choose(rng).unwrap()),
         16 => Time64(*[TimeUnit::Microsecond, TimeUnit::Nanosecond].choose(rng).unwrap()),
         17 => {
-            let tz: Option<Arc<str>> = [None, Some("UTC"), Some("Europe/Paris"), Some("-03:00")]
-                .choose(rng)
-                .unwrap()
-                .map(Arc::from);
+            let tz: Option<Arc<str>> =
+                [None, Some("UTC"), Some("Europe/Paris"), Some("-03:00")].choose(rng).unwrap().map(Arc::from);
             Timestamp(unit, tz)
         }
         18 => Duration(unit),
@@ -275,7 +272,9 @@ where
         .map(|_| {
             let v = match mode {
                 ValueMode::Random => rng.random_range(range.clone()),
-                ValueMode::Small => range.start.max(0) + rng.random_range(0..4i128).min(range.end - 1 - range.start.max(0)),
+                ValueMode::Small => {
+                    range.start.max(0) + rng.random_range(0..4i128).min(range.end - 1 - range.start.max(0))
+                }
                 ValueMode::Constant => constant,
             };
             T::try_from(v).unwrap()
@@ -337,14 +336,17 @@ fn values_with_mode<T: Clone>(
         .collect()
 }
 
-fn with_nulls<T: arrow_array::ArrowPrimitiveType>(values: Vec<T::Native>, nulls: Option<NullBuffer>) -> PrimitiveArray<T> {
+fn with_nulls<T: arrow_array::ArrowPrimitiveType>(
+    values: Vec<T::Native>,
+    nulls: Option<NullBuffer>,
+) -> PrimitiveArray<T> {
     PrimitiveArray::<T>::new(values.into(), nulls)
 }
 
-/// A random array of `data_type` with `len` rows generated as `gen` says.
-pub fn random_array(rng: &mut StdRng, data_type: &DataType, len: usize, gen: ColumnGen) -> ArrayRef {
-    let nulls = random_nulls(rng, len, gen.null_probability);
-    let mode = gen.mode;
+/// A random array of `data_type` with `len` rows generated as `column` says.
+pub fn random_array(rng: &mut StdRng, data_type: &DataType, len: usize, column: ColumnGen) -> ArrayRef {
+    let nulls = random_nulls(rng, len, column.null_probability);
+    let mode = column.mode;
     let pow10 = |p: u8| 10i128.pow(p as u32);
     match data_type {
         DataType::Null => Arc::new(NullArray::new(len)),
@@ -396,7 +398,9 @@ pub fn random_array(rng: &mut StdRng, data_type: &DataType, len: usize, gen: Col
             let values: Vec<i256> = low
                 .iter()
                 .zip(&high)
-                .map(|(l, h)| i256::from_i128(*h).wrapping_mul(i256::from_i128(pow10(38))).wrapping_add(i256::from_i128(*l)))
+                .map(|(l, h)| {
+                    i256::from_i128(*h).wrapping_mul(i256::from_i128(pow10(38))).wrapping_add(i256::from_i128(*l))
+                })
                 .collect();
             Arc::new(with_nulls::<Decimal256Type>(values, nulls).with_precision_and_scale(*p, *s).unwrap())
         }
@@ -440,7 +444,7 @@ pub fn random_array(rng: &mut StdRng, data_type: &DataType, len: usize, gen: Col
 fn fixed_width_array(data_type: &DataType, len: usize, bytes: Vec<u8>, nulls: Option<NullBuffer>) -> ArrayRef {
     let data = ArrayDataBuilder::new(data_type.clone())
         .len(len)
-        .add_buffer(Buffer::from_vec(bytes))
+        .add_buffer(Buffer::from_slice_ref(&bytes))
         .nulls(nulls)
         .build()
         .unwrap();
@@ -454,8 +458,8 @@ pub fn random_table(rng: &mut StdRng, schema: &SchemaRef, num_rows: usize) -> Re
         .fields()
         .iter()
         .map(|field| {
-            let gen = ColumnGen::random(rng, field.is_nullable());
-            random_array(rng, field.data_type(), num_rows, gen)
+            let column = ColumnGen::random(rng, field.is_nullable());
+            random_array(rng, field.data_type(), num_rows, column)
         })
         .collect();
     let options = RecordBatchOptions::new().with_row_count(Some(num_rows));
@@ -489,6 +493,7 @@ pub async fn write_file(path: &Path, schema: &SchemaRef, batches: &[RecordBatch]
 }
 
 /// The output of a read: its schema, its batches and its I/O counters at the end.
+#[derive(Debug)]
 pub struct ReadOutput {
     pub schema: SchemaRef,
     pub batches: Vec<RecordBatch>,
@@ -515,7 +520,11 @@ pub async fn read_to_end(read: ReadBuilder) -> looseleaf::Result<ReadOutput> {
 pub fn assert_batch_sizes(batches: &[RecordBatch], batch_size: usize, total: usize, what: &str) {
     let sizes: Vec<usize> = batches.iter().map(|b| b.num_rows()).collect();
     let expected_count = total.div_ceil(batch_size.max(1));
-    assert_eq!(sizes.len(), expected_count, "{what}: batch sizes {sizes:?} for {total} rows in batches of {batch_size}");
+    assert_eq!(
+        sizes.len(),
+        expected_count,
+        "{what}: batch sizes {sizes:?} for {total} rows in batches of {batch_size}"
+    );
     for (i, size) in sizes.iter().enumerate() {
         let expected = if i + 1 == expected_count { total - i * batch_size } else { batch_size };
         assert_eq!(*size, expected, "{what}: batch {i} of {sizes:?} (batch size {batch_size}, {total} rows)");
@@ -527,7 +536,11 @@ pub fn assert_batches_equal(actual: &RecordBatch, expected: &RecordBatch, what: 
     assert_eq!(actual.schema(), expected.schema(), "{what}: schemas differ");
     assert_eq!(actual.num_rows(), expected.num_rows(), "{what}: row counts differ");
     for (i, field) in expected.schema().fields().iter().enumerate() {
-        assert_arrays_equal(actual.column(i), expected.column(i), &format!("{what}, column {:?} ({})", field.name(), field.data_type()));
+        assert_arrays_equal(
+            actual.column(i),
+            expected.column(i),
+            &format!("{what}, column {:?} ({})", field.name(), field.data_type()),
+        );
     }
 }
 
@@ -559,7 +572,7 @@ pub fn random_io(rng: &mut StdRng) -> Option<IoOptions> {
         4 => Some(IoOptions {
             io_depth: 3,
             buffer_bytes: 4096,
-            coalesce: CoalesceOptions { gap: 0, max_read: rng.random_range(1..=200) },
+            coalesce: CoalesceOptions { gap: 0, max_read: rng.random_range(16..=200) },
         }),
         _ => Some(IoOptions { coalesce: CoalesceOptions { gap: 1 << 20, max_read: 1 << 30 }, ..local }),
     }
@@ -702,7 +715,8 @@ impl FileLayout {
         let mut columns = Vec::new();
         for column in 0..tail.num_columns {
             let range = tail.column_entry_range(column);
-            let entry = ColumnEntry::parse(&bytes[range.start as usize..range.end as usize], tail.table_offset).unwrap();
+            let entry =
+                ColumnEntry::parse(&bytes[range.start as usize..range.end as usize], tail.table_offset).unwrap();
             let block = &bytes[entry.offset as usize..(entry.offset + entry.length) as usize];
             let metadata: ColumnMetadata = decode_checked(block, entry.crc, "column metadata").unwrap();
             let mut first_row = 0;
@@ -749,12 +763,7 @@ impl FileLayout {
 
     /// Total size of every page buffer of `columns`.
     pub fn buffer_bytes(&self, columns: &[u32]) -> u64 {
-        columns
-            .iter()
-            .flat_map(|c| &self.columns[*c as usize])
-            .flat_map(|p| &p.buffers)
-            .map(|b| b.end - b.start)
-            .sum()
+        columns.iter().flat_map(|c| &self.columns[*c as usize]).flat_map(|p| &p.buffers).map(|b| b.end - b.start).sum()
     }
 }
 

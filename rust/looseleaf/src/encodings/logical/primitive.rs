@@ -166,7 +166,7 @@ fn variable_width_array(
         let narrow = block
             .offsets_u64()?
             .into_iter()
-            .map(|o| i32::try_from(o))
+            .map(i32::try_from)
             .collect::<std::result::Result<Vec<i32>, _>>()
             .map_err(|_| {
                 Error::InvalidArgument(format!(

@@ -145,7 +145,8 @@ fn parse_offsets(bytes: &[u8], width: u64, data_size: u64) -> Result<Vec<u64>> {
 
 /// Copies `bytes` into an allocation aligned for `align`-byte values unless it already is.
 pub(crate) fn aligned(bytes: Bytes, align: usize) -> Buffer {
-    if (bytes.as_ptr() as usize).is_multiple_of(align) {
+    // `usize::is_multiple_of` is newer than the crate's minimum Rust version.
+    if align == 0 || (bytes.as_ptr() as usize) % align == 0 {
         Buffer::from(bytes)
     } else {
         let mut out = MutableBuffer::with_capacity(bytes.len());

@@ -1,0 +1,531 @@
+//! Bad input gives an error, never a panic or a hang: damaged, truncated, hostile or foreign
+//! files, paths that are not files, arguments out of range, and writers misused or abandoned.
+//! Errors about a file name it.
+//!
+//! A panic inside one of the reader's tasks would surface as [`Error::Internal`], so every
+//! error here is also checked not to be internal.
+
+// Tests report failures by panicking.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+mod common;
+
+use std::path::Path;
+use std::sync::Arc;
+use std::time::Duration;
+
+use arrow_array::{Int32Array, Int64Array, RecordBatch, StringArray};
+use arrow_schema::{DataType, Field, Schema, SchemaRef, TimeUnit};
+use common::{FileLayout, MemoryReader, assert_batches_equal, random_table, read_to_end, write_file};
+use futures::TryStreamExt;
+use looseleaf::format::{COLUMN_ENTRY_LEN, ColumnEntry, FileTail, TAIL_LEN};
+use looseleaf::{Error, FileReader, FileWriter, RowSelection, WriterOptions};
+use rand::Rng;
+
+/// A small file of many pages and many types, and the table written to it.
+async fn sample_file(dir: &Path) -> (Vec<u8>, RecordBatch) {
+    let schema: SchemaRef = Arc::new(Schema::new(vec![
+        Field::new("i", DataType::Int32, true),
+        Field::new("s", DataType::Utf8, true),
+        Field::new("b", DataType::Boolean, true),
+        Field::new("fsb", DataType::FixedSizeBinary(5), false),
+        Field::new("t32", DataType::Time32(TimeUnit::Millisecond), true),
+        Field::new("t64", DataType::Time64(TimeUnit::Nanosecond), true),
+        Field::new("ts", DataType::Timestamp(TimeUnit::Microsecond, Some("UTC".into())), true),
+        Field::new("d", DataType::Decimal128(20, 3), true),
+        Field::new("lb", DataType::LargeBinary, false),
+        Field::new("n", DataType::Null, true),
+    ]));
+    let mut rng = common::rng(1);
+    let table = random_table(&mut rng, &schema, 300);
+    let path = dir.join("sample.leaf");
+    write_file(&path, &schema, std::slice::from_ref(&table), 512).await;
+    (std::fs::read(&path).unwrap(), table)
+}
+
+/// Opens the file behind `reader` and reads it whole, then reads a row range and `take`s a few
+/// rows (partial pages: indirect I/O), giving the first error.
+async fn open_and_read(reader: Arc<dyn looseleaf::io::RangeReader>) -> looseleaf::Result<RecordBatch> {
+    let read = async {
+        let file = FileReader::open(reader).await?;
+        let out = read_to_end(file.read().with_batch_size(64)).await?;
+        let n = file.num_rows();
+        if n > 2 {
+            read_to_end(file.read().with_row_range(1..n - 1).with_batch_size(50)).await?;
+            file.take(&[n - 1, 0, n / 2, n / 2 + 1], None).await?;
+        }
+        Ok(out.concat())
+    };
+    match tokio::time::timeout(Duration::from_secs(30), read).await {
+        Ok(result) => result,
+        Err(_) => panic!("a read of a damaged file hung"),
+    }
+}
+
+/// Checks that `error` is a proper error (not a caught panic) naming `location`.
+#[track_caller]
+fn assert_proper_error(error: &Error, location: &str, what: &str) {
+    assert!(!matches!(error, Error::Internal(_)), "{what}: internal error (a bug or a caught panic): {error}");
+    assert!(error.to_string().contains(location), "{what}: the error does not name {location}: {error}");
+}
+
+#[track_caller]
+fn assert_fails<T: std::fmt::Debug>(result: looseleaf::Result<T>, location: &str, what: &str) -> Error {
+    match result {
+        Ok(value) => panic!("{what}: expected an error, got {value:?}"),
+        Err(e) => {
+            assert_proper_error(&e, location, what);
+            e
+        }
+    }
+}
+
+fn memory(bytes: Vec<u8>, location: &str) -> Arc<dyn looseleaf::io::RangeReader> {
+    Arc::new(MemoryReader::new(bytes, location))
+}
+
+/// Rewrites the tail of `bytes` after `edit`.
+fn edit_tail(bytes: &mut [u8], edit: impl FnOnce(&mut FileTail)) {
+    let len = bytes.len();
+    let tail_start = len - TAIL_LEN as usize;
+    let mut tail = FileTail::parse(&bytes[tail_start..], len as u64).unwrap();
+    edit(&mut tail);
+    bytes[tail_start..].copy_from_slice(&tail.to_bytes());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn truncated_files_are_rejected() {
+    let dir = tempfile::tempdir().unwrap();
+    let (bytes, _) = sample_file(dir.path()).await;
+    let layout = FileLayout::parse(&bytes);
+    let len = bytes.len();
+    let metadata_start = layout.metadata_start() as usize;
+    // Everywhere in the metadata, footer and tail; a spread of offsets in the data.
+    let mut cuts: Vec<usize> = (metadata_start..len).collect();
+    cuts.extend([0, 1, 4, 7, 8, 9, 63, 64, 65]);
+    cuts.extend((0..metadata_start).step_by(metadata_start / 97 + 1));
+    for cut in cuts {
+        let location = format!("memory://truncated-at-{cut}.leaf");
+        let result = open_and_read(memory(bytes[..cut].to_vec(), &location)).await;
+        assert_fails(result, &location, &format!("cut at {cut} of {len}"));
+    }
+    // The same through local files, at a few offsets.
+    for cut in [0, 8, metadata_start / 2, metadata_start, len - TAIL_LEN as usize, len - 1] {
+        let path = dir.path().join(format!("truncated_{cut}.leaf"));
+        std::fs::write(&path, &bytes[..cut]).unwrap();
+        let location = path.display().to_string();
+        assert_fails(FileReader::open_path(&path).await, &location, &format!("local file cut at {cut}"));
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn files_with_bytes_cut_out_are_rejected() {
+    let dir = tempfile::tempdir().unwrap();
+    let (bytes, _) = sample_file(dir.path()).await;
+    let metadata_start = FileLayout::parse(&bytes).metadata_start() as usize;
+    let len = bytes.len();
+    for (start, count) in
+        [(0, 8), (100, 64), (metadata_start / 2, 1), (metadata_start, 10), (len - 200, 100), (len - 41, 1)]
+    {
+        let mut damaged = bytes[..start].to_vec();
+        damaged.extend_from_slice(&bytes[start + count..]);
+        let location = format!("memory://cut-{start}-{count}.leaf");
+        assert_fails(
+            open_and_read(memory(damaged, &location)).await,
+            &location,
+            &format!("{count} bytes cut at {start}"),
+        );
+    }
+}
+
+/// Every byte of the metadata (column blocks, column table, footer, tail) is checked: flipping
+/// any bit of it gives an error when the file is opened or read.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn flipped_metadata_bytes_are_detected() {
+    let dir = tempfile::tempdir().unwrap();
+    let (bytes, _) = sample_file(dir.path()).await;
+    let layout = FileLayout::parse(&bytes);
+    for position in layout.metadata_start() as usize..bytes.len() {
+        for mask in [0x01u8, 0x80] {
+            let mut damaged = bytes.clone();
+            damaged[position] ^= mask;
+            let location = format!("memory://flipped-{position}-{mask:#x}.leaf");
+            let result = open_and_read(memory(damaged, &location)).await;
+            assert_fails(result, &location, &format!("byte {position} ^ {mask:#x} of {}", bytes.len()));
+        }
+    }
+}
+
+/// Damaged page data may decode to other values, or fail to decode, but never panics.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn flipped_data_bytes_never_panic() {
+    let dir = tempfile::tempdir().unwrap();
+    let (bytes, table) = sample_file(dir.path()).await;
+    let layout = FileLayout::parse(&bytes);
+    let mut positions: Vec<usize> = (0..8).collect();
+    // Every byte of the string columns' first pages (validity, offsets and data), and a spread
+    // elsewhere.
+    for column in [1usize, 8] {
+        for buffer in layout.columns[column].iter().take(1).flat_map(|p| &p.buffers) {
+            positions.extend(buffer.start as usize..buffer.end as usize);
+        }
+    }
+    positions.extend((8..layout.metadata_start() as usize).step_by(29));
+    let mut failures = 0;
+    for position in positions {
+        // The low bit of one byte, the high bit of the next: offsets off by one, and far off.
+        for mask in [if position % 2 == 0 { 0x01u8 } else { 0x80 }, 0xff] {
+            let mut damaged = bytes.clone();
+            damaged[position] ^= mask;
+            let location = format!("memory://data-{position}-{mask:#x}.leaf");
+            match open_and_read(memory(damaged, &location)).await {
+                Ok(read) => assert_eq!(read.num_rows(), table.num_rows()),
+                Err(e) => {
+                    assert_proper_error(&e, &location, &format!("data byte {position} ^ {mask:#x}"));
+                    failures += 1;
+                }
+            }
+        }
+    }
+    assert!(failures > 0, "some damaged string offsets should have been detected");
+}
+
+/// Hostile metadata: bytes changed *and* checksums recomputed, so that the damage reaches the
+/// parsers. Every result is a value or a proper error naming the file.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn hostile_metadata_with_valid_checksums_never_panics() {
+    let dir = tempfile::tempdir().unwrap();
+    let (bytes, _) = sample_file(dir.path()).await;
+    let layout = FileLayout::parse(&bytes);
+    let tail = layout.tail;
+    let masks = [0x01u8, 0x02, 0x04, 0x08, 0x10, 0x40, 0x80];
+    let mut cases = 0;
+    // The footer, with its checksum in the tail recomputed.
+    for position in tail.footer_range() {
+        for mask in masks {
+            let mut damaged = bytes.clone();
+            damaged[position as usize] ^= mask;
+            let footer = &damaged[tail.footer_range().start as usize..tail.footer_range().end as usize];
+            let crc = crc32fast::hash(footer);
+            edit_tail(&mut damaged, |t| t.footer_crc = crc);
+            let location = format!("memory://hostile-footer-{position}-{mask:#x}.leaf");
+            if let Err(e) = open_and_read(memory(damaged, &location)).await {
+                assert_proper_error(&e, &location, &format!("footer byte {position} ^ {mask:#x}"));
+            }
+            cases += 1;
+        }
+    }
+    // Each column's metadata block, with its checksum in the column table recomputed.
+    for (column, block) in layout.column_blocks.iter().enumerate() {
+        let entry_at = (tail.table_offset + column as u64 * COLUMN_ENTRY_LEN) as usize;
+        for position in block.clone() {
+            for mask in masks {
+                let mut damaged = bytes.clone();
+                damaged[position as usize] ^= mask;
+                let crc = crc32fast::hash(&damaged[block.start as usize..block.end as usize]);
+                let entry = ColumnEntry { offset: block.start, length: block.end - block.start, crc };
+                damaged[entry_at..entry_at + COLUMN_ENTRY_LEN as usize].copy_from_slice(&entry.to_bytes());
+                let location = format!("memory://hostile-column-{column}-{position}-{mask:#x}.leaf");
+                if let Err(e) = open_and_read(memory(damaged, &location)).await {
+                    assert_proper_error(
+                        &e,
+                        &location,
+                        &format!("column {column} metadata byte {position} ^ {mask:#x}"),
+                    );
+                }
+                cases += 1;
+            }
+        }
+    }
+    assert!(cases > 1000);
+}
+
+/// A tail that is well formed but says things that cannot be.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn inconsistent_tails_are_rejected() {
+    let dir = tempfile::tempdir().unwrap();
+    let (bytes, _) = sample_file(dir.path()).await;
+    type Edit = Box<dyn Fn(&mut FileTail)>;
+    let edits: Vec<(&str, Edit)> = vec![
+        ("another major version", Box::new(|t| t.major += 1)),
+        ("more columns than the schema", Box::new(|t| t.num_columns += 1)),
+        ("fewer columns than the schema", Box::new(|t| t.num_columns -= 1)),
+        ("a huge column count", Box::new(|t| t.num_columns = u32::MAX)),
+        ("a footer starting elsewhere", Box::new(|t| t.footer_offset -= 1)),
+        ("a huge footer", Box::new(|t| t.footer_length = u32::MAX)),
+        ("a table past the footer", Box::new(|t| t.table_offset = t.footer_offset + 1)),
+        ("a table before the header", Box::new(|t| t.table_offset = 0)),
+        ("a table at a huge offset", Box::new(|t| t.table_offset = u64::MAX - 5)),
+    ];
+    for (what, edit) in edits {
+        let mut damaged = bytes.clone();
+        edit_tail(&mut damaged, |t| edit(t));
+        let location = format!("memory://{}.leaf", what.replace(' ', "-"));
+        assert_fails(open_and_read(memory(damaged, &location)).await, &location, what);
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn foreign_and_empty_files_are_rejected() {
+    let dir = tempfile::tempdir().unwrap();
+    let (bytes, _) = sample_file(dir.path()).await;
+
+    let mut wrong_magic = bytes.clone();
+    let len = wrong_magic.len();
+    wrong_magic[len - 4..].copy_from_slice(b"LEAX");
+    let path = dir.path().join("wrong_magic.leaf");
+    std::fs::write(&path, &wrong_magic).unwrap();
+    let e = assert_fails(FileReader::open_path(&path).await, &path.display().to_string(), "wrong magic");
+    assert!(matches!(e, Error::Corrupt { .. }) && e.to_string().contains("magic"), "{e}");
+
+    let path = dir.path().join("empty.leaf");
+    std::fs::write(&path, b"").unwrap();
+    let e = assert_fails(FileReader::open_path(&path).await, &path.display().to_string(), "empty file");
+    assert!(matches!(e, Error::Corrupt { .. }), "{e}");
+
+    let mut rng = common::rng(17);
+    for size in [1usize, 4, 39, 40, 47, 48, 49, 1000, 70_000] {
+        for ends_with_magic in [false, true] {
+            let mut garbage = vec![0u8; size];
+            rng.fill(garbage.as_mut_slice());
+            if ends_with_magic && size >= 4 {
+                garbage[size - 4..].copy_from_slice(b"LEAF");
+            }
+            let path = dir.path().join(format!("garbage_{size}_{ends_with_magic}.leaf"));
+            std::fs::write(&path, &garbage).unwrap();
+            let location = path.display().to_string();
+            let e = assert_fails(FileReader::open_path(&path).await, &location, &format!("{size} random bytes"));
+            assert!(matches!(e, Error::Corrupt { .. }), "{e}");
+        }
+    }
+    // A Parquet-looking file.
+    let path = dir.path().join("parquet.leaf");
+    std::fs::write(&path, [b"PAR1".as_slice(), &[0u8; 100], b"PAR1"].concat()).unwrap();
+    assert_fails(FileReader::open_path(&path).await, &path.display().to_string(), "parquet magic");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn paths_that_are_not_files_are_rejected() {
+    let dir = tempfile::tempdir().unwrap();
+    let missing = dir.path().join("missing.leaf");
+    let e = assert_fails(FileReader::open_path(&missing).await, &missing.display().to_string(), "missing file");
+    assert!(matches!(e, Error::Io { .. }), "{e}");
+    let e = assert_fails(FileReader::open_path(dir.path()).await, &dir.path().display().to_string(), "directory");
+    assert!(matches!(e, Error::InvalidArgument(_)), "{e}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn arguments_out_of_range_are_rejected() {
+    let dir = tempfile::tempdir().unwrap();
+    let (bytes, table) = sample_file(dir.path()).await;
+    let path = dir.path().join("sample.leaf");
+    assert_eq!(std::fs::read(&path).unwrap(), bytes);
+    let location = path.display().to_string();
+    let file = FileReader::open_path(&path).await.unwrap();
+    let n = file.num_rows();
+
+    for indices in [vec![n], vec![0, n + 5, 1], vec![u64::MAX]] {
+        let e = assert_fails(file.take(&indices, None).await, &location, &format!("take {indices:?}"));
+        assert!(matches!(e, Error::InvalidArgument(_)), "{e}");
+    }
+    let unknown = vec!["i".to_string(), "nope".to_string()];
+    let e = assert_fails(file.take(&[0], Some(&unknown)).await, &location, "take of an unknown column");
+    assert!(matches!(e, Error::InvalidArgument(_)) && e.to_string().contains("nope"), "{e}");
+    let e = assert_fails(read_to_end(file.read().with_columns(unknown.clone())).await, &location, "unknown column");
+    assert!(matches!(e, Error::InvalidArgument(_)) && e.to_string().contains("nope"), "{e}");
+    assert_fails(file.read().with_columns(unknown).plan().await, &location, "plan of an unknown column");
+
+    for range in [n - 1..n + 1, n..n + 1, 0..u64::MAX] {
+        let e = assert_fails(
+            read_to_end(file.read().with_row_range(range.clone())).await,
+            &location,
+            &format!("rows {range:?}"),
+        );
+        assert!(matches!(e, Error::InvalidArgument(_)), "{e}");
+        assert_fails(
+            file.read().with_row_range(range.clone()).plan().await,
+            &location,
+            &format!("plan of rows {range:?}"),
+        );
+    }
+    let selection = RowSelection::from_sorted_indices(&[0, 5, n]);
+    let e = assert_fails(read_to_end(file.read().with_selection(selection)).await, &location, "selection past the end");
+    assert!(matches!(e, Error::InvalidArgument(_)), "{e}");
+
+    // The file is still readable after all this.
+    let out = read_to_end(file.read()).await.unwrap();
+    assert_batches_equal(&out.concat(), &table, "after bad arguments");
+}
+
+fn writer_schema() -> SchemaRef {
+    Arc::new(Schema::new(vec![Field::new("id", DataType::Int64, false), Field::new("name", DataType::Utf8, true)]))
+}
+
+fn writer_batch(schema: &SchemaRef, start: i64, len: i64) -> RecordBatch {
+    RecordBatch::try_new(
+        schema.clone(),
+        vec![
+            Arc::new(Int64Array::from_iter_values(start..start + len)),
+            Arc::new(StringArray::from_iter((start..start + len).map(|i| (i % 3 != 0).then(|| format!("name {i}"))))),
+        ],
+    )
+    .unwrap()
+}
+
+/// Names of the entries of `dir`, waiting up to five seconds for them to become `expected`
+/// (the local store deletes an abandoned upload's staging file on a background thread).
+async fn wait_for_entries(dir: &Path, expected: &[&str]) -> Vec<String> {
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(5);
+    loop {
+        let mut names: Vec<String> =
+            std::fs::read_dir(dir).unwrap().map(|e| e.unwrap().file_name().to_string_lossy().into_owned()).collect();
+        names.sort();
+        if names == expected || tokio::time::Instant::now() > deadline {
+            return names;
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn abandoned_writers_leave_nothing_behind() {
+    let dir = tempfile::tempdir().unwrap();
+    let schema = writer_schema();
+    let path = dir.path().join("dropped.leaf");
+    {
+        let mut writer =
+            FileWriter::create_path(&path, schema.clone(), WriterOptions { page_size: 1024 }).await.unwrap();
+        for i in 0..20 {
+            writer.write(&writer_batch(&schema, i * 1000, 1000)).await.unwrap();
+        }
+        // Dropped without `finish`.
+    }
+    assert!(!path.exists(), "a dropped writer left a file at its path");
+    assert_eq!(wait_for_entries(dir.path(), &[]).await, Vec::<String>::new(), "a dropped writer left files behind");
+
+    let path = dir.path().join("aborted.leaf");
+    let mut writer = FileWriter::create_path(&path, schema.clone(), WriterOptions { page_size: 1024 }).await.unwrap();
+    writer.write(&writer_batch(&schema, 0, 5000)).await.unwrap();
+    writer.abort().await.unwrap();
+    assert!(!path.exists(), "an aborted writer left a file at its path");
+    assert_eq!(wait_for_entries(dir.path(), &[]).await, Vec::<String>::new(), "an aborted writer left files behind");
+
+    // A finished writer leaves its file and nothing else.
+    let path = dir.path().join("finished.leaf");
+    let mut writer = FileWriter::create_path(&path, schema.clone(), WriterOptions { page_size: 1024 }).await.unwrap();
+    writer.write(&writer_batch(&schema, 0, 10)).await.unwrap();
+    writer.finish().await.unwrap();
+    assert_eq!(wait_for_entries(dir.path(), &["finished.leaf"]).await, vec!["finished.leaf".to_string()]);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn writers_reject_batches_that_do_not_match_their_schema() {
+    let dir = tempfile::tempdir().unwrap();
+    let schema = writer_schema();
+    let path = dir.path().join("schema.leaf");
+    let mut writer = FileWriter::create_path(&path, schema.clone(), WriterOptions { page_size: 256 }).await.unwrap();
+    writer.write(&writer_batch(&schema, 0, 100)).await.unwrap();
+
+    let ids = Arc::new(Int64Array::from_iter_values(0..3));
+    let names = Arc::new(StringArray::from(vec![Some("a"), None, Some("c")]));
+    let bad_batches = [
+        (
+            "a missing column",
+            RecordBatch::try_new(Arc::new(Schema::new(vec![schema.field(0).clone()])), vec![ids.clone()]),
+        ),
+        (
+            "an extra column",
+            RecordBatch::try_new(
+                Arc::new(Schema::new(vec![
+                    schema.field(0).clone(),
+                    schema.field(1).clone(),
+                    Field::new("x", DataType::Int32, true),
+                ])),
+                vec![ids.clone(), names.clone(), Arc::new(Int32Array::from(vec![1, 2, 3]))],
+            ),
+        ),
+        (
+            "a renamed column",
+            RecordBatch::try_new(
+                Arc::new(Schema::new(vec![Field::new("ID", DataType::Int64, false), schema.field(1).clone()])),
+                vec![ids.clone(), names.clone()],
+            ),
+        ),
+        (
+            "a column of another type",
+            RecordBatch::try_new(
+                Arc::new(Schema::new(vec![Field::new("id", DataType::Int32, false), schema.field(1).clone()])),
+                vec![Arc::new(Int32Array::from(vec![1, 2, 3])), names.clone()],
+            ),
+        ),
+        (
+            "nulls in a non-nullable column",
+            RecordBatch::try_new(
+                Arc::new(Schema::new(vec![Field::new("id", DataType::Int64, true), schema.field(1).clone()])),
+                vec![Arc::new(Int64Array::from(vec![Some(1), None, Some(3)])), names.clone()],
+            ),
+        ),
+        (
+            "columns in another order",
+            RecordBatch::try_new(
+                Arc::new(Schema::new(vec![schema.field(1).clone(), schema.field(0).clone()])),
+                vec![names.clone(), ids.clone()],
+            ),
+        ),
+    ];
+    for (what, batch) in bad_batches {
+        let batch = batch.unwrap();
+        match writer.write(&batch).await {
+            Err(Error::Schema(message)) => assert!(!message.is_empty()),
+            other => panic!("{what}: expected a schema error, got {other:?}"),
+        }
+    }
+    // A rejected batch writes nothing: the writer goes on and the file holds the good batches.
+    writer.write(&writer_batch(&schema, 100, 50)).await.unwrap();
+    let finished = writer.finish().await.unwrap();
+    assert_eq!(finished.num_rows, 150);
+    let file = FileReader::open_path(&path).await.unwrap();
+    let batches: Vec<RecordBatch> = file.read().stream().await.unwrap().try_collect().await.unwrap();
+    let read = arrow_select::concat::concat_batches(&schema, &batches).unwrap();
+    assert_batches_equal(&read, &writer_batch(&schema, 0, 150), "after rejected batches");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn writers_reject_bad_options_and_unsupported_types() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("options.leaf");
+    let result = FileWriter::create_path(&path, writer_schema(), WriterOptions { page_size: 0 }).await;
+    assert!(matches!(result, Err(Error::InvalidArgument(_))), "{result:?}");
+    let nested = Arc::new(Schema::new(vec![Field::new_list("l", Field::new_list_field(DataType::Int32, true), true)]));
+    let result = FileWriter::create_path(&path, nested, WriterOptions::default()).await;
+    match result {
+        Err(Error::Unsupported(message)) => assert!(message.contains("\"l\""), "{message}"),
+        other => panic!("expected an unsupported-type error, got {other:?}"),
+    }
+    // Pages of zero-byte values are not in the format: refused up front rather than written
+    // to a file that cannot be read back.
+    let empty_values = Arc::new(Schema::new(vec![Field::new("z", DataType::FixedSizeBinary(0), false)]));
+    let result = FileWriter::create_path(&path, empty_values, WriterOptions::default()).await;
+    assert!(matches!(result, Err(Error::Unsupported(_))), "{result:?}");
+    assert_eq!(wait_for_entries(dir.path(), &[]).await, Vec::<String>::new());
+}
+
+/// A few random bytes overwritten anywhere in the file: a value or a proper error, never a
+/// panic.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn random_damage_never_panics() {
+    let dir = tempfile::tempdir().unwrap();
+    let (bytes, _) = sample_file(dir.path()).await;
+    let mut rng = common::rng(23);
+    for case in 0..300 {
+        let mut damaged = bytes.clone();
+        for _ in 0..rng.random_range(1..=8) {
+            let position = rng.random_range(0..damaged.len());
+            damaged[position] = rng.random();
+        }
+        let location = format!("memory://random-damage-{case}.leaf");
+        if let Err(e) = open_and_read(memory(damaged, &location)).await {
+            assert_proper_error(&e, &location, &format!("random damage {case}"));
+        }
+    }
+}
