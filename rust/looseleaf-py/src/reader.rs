@@ -2,14 +2,14 @@
 
 use std::collections::HashMap;
 
-use arrow_array::cast::AsArray;
 use arrow_array::Array;
+use arrow_array::cast::AsArray;
 use arrow_array::types::Int64Type;
 use arrow_schema::DataType;
+use futures::StreamExt;
 use looseleaf::format::schema::FieldColumns;
 use looseleaf::io::{IoPlan, RequestKind};
 use looseleaf::{FileReader, IoOptions, IoStats, ReadBuilder, RowSelection};
-use futures::StreamExt;
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyList};
 
@@ -263,7 +263,10 @@ impl PyFileReader {
         if let Some(indices) = &indices
             && let Some(bad) = indices.iter().find(|i| **i >= self.file.num_rows())
         {
-            return Err(invalid_argument(format!("row index {bad} is out of range for a file of {} rows", self.file.num_rows())));
+            return Err(invalid_argument(format!(
+                "row index {bad} is out of range for a file of {} rows",
+                self.file.num_rows()
+            )));
         }
         let read = self.builder(columns, start, num_rows, indices.as_deref())?.with_io_options(self.io);
         let plan = wait(py, read.plan())?.py_err()?;
@@ -274,7 +277,8 @@ impl PyFileReader {
 /// Dotted field path of every column.
 fn column_paths(fields: &[FieldColumns]) -> HashMap<u32, String> {
     fn walk(tree: &FieldColumns, prefix: &str, out: &mut HashMap<u32, String>) {
-        let path = if prefix.is_empty() { tree.field.name().clone() } else { format!("{prefix}.{}", tree.field.name()) };
+        let path =
+            if prefix.is_empty() { tree.field.name().clone() } else { format!("{prefix}.{}", tree.field.name()) };
         if let Some(column) = tree.column {
             out.insert(column, path.clone());
         }

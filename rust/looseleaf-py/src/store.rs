@@ -29,7 +29,8 @@ impl Location {
         let os = path.py().import("os")?;
         let text: String = os.call_method1("fspath", (path,))?.extract()?;
         if let Some(rest) = text.strip_prefix("memory://") {
-            let object = Path::parse(rest).map_err(|e| crate::errors::invalid_argument(format!("bad path {text:?}: {e}")))?;
+            let object =
+                Path::parse(rest).map_err(|e| crate::errors::invalid_argument(format!("bad path {text:?}: {e}")))?;
             return Ok((Self::Memory(object), text));
         }
         if let Some(rest) = text.strip_prefix("file://") {
@@ -54,7 +55,11 @@ impl Location {
     }
 
     /// Starts writing the file.
-    pub async fn create(&self, schema: arrow_schema::SchemaRef, options: WriterOptions) -> looseleaf::Result<FileWriter> {
+    pub async fn create(
+        &self,
+        schema: arrow_schema::SchemaRef,
+        options: WriterOptions,
+    ) -> looseleaf::Result<FileWriter> {
         match self {
             Self::Local(path) => FileWriter::create_path(path, schema, options).await,
             Self::Memory(path) => FileWriter::try_new(MEMORY.clone(), path, schema, options).await,

@@ -45,7 +45,12 @@ impl PyFileWriter {
 impl PyFileWriter {
     #[new]
     #[pyo3(signature = (path, schema, *, page_size = None))]
-    fn new(py: Python<'_>, path: &Bound<'_, PyAny>, schema: &Bound<'_, PyAny>, page_size: Option<u64>) -> PyResult<Self> {
+    fn new(
+        py: Python<'_>,
+        path: &Bound<'_, PyAny>,
+        schema: &Bound<'_, PyAny>,
+        page_size: Option<u64>,
+    ) -> PyResult<Self> {
         let (location, display) = Location::parse(path)?;
         let schema = import_schema(schema)?;
         let mut options = WriterOptions::default();

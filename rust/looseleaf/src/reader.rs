@@ -408,6 +408,8 @@ pub struct ReadBuilder {
     batch_size: usize,
     io: Option<IoOptions>,
     decode_parallelism: Option<usize>,
+    /// A row range given backwards, reported when the read starts.
+    inverted_range: Option<Range<u64>>,
 }
 
 impl ReadBuilder {
@@ -419,6 +421,7 @@ impl ReadBuilder {
             batch_size: DEFAULT_BATCH_SIZE,
             io: None,
             decode_parallelism: None,
+            inverted_range: None,
         }
     }
 
@@ -427,9 +430,12 @@ impl ReadBuilder {
         Self { columns: Some(columns), ..self }
     }
 
-    /// Reads only the rows of `range`.
+    /// Reads only the rows of `range` (an error at the start of the read if `range.start >
+    /// range.end` or the range runs past the last row).
     pub fn with_row_range(self, range: Range<u64>) -> Self {
-        self.with_selection(RowSelection::range(range))
+        let inverted = range.start > range.end;
+        let builder = self.with_selection(RowSelection::range(range.clone()));
+        Self { inverted_range: inverted.then_some(range), ..builder }
     }
 
     /// Reads only the rows of `selection`.
@@ -460,6 +466,9 @@ impl ReadBuilder {
     /// Builds the schedulers and decoders of the read.
     async fn start(&self) -> Result<StartedRead> {
         let file = &self.file;
+        if let Some(range) = &self.inverted_range {
+            return Err(Error::InvalidArgument(format!("row range {range:?} ends before it starts")));
+        }
         let selection = self.selection.clone().unwrap_or_else(|| RowSelection::all(file.num_rows()));
         selection.check_bounds(file.num_rows())?;
         let fields = file.project(self.columns.as_deref())?;
@@ -508,10 +517,12 @@ impl ReadBuilder {
     /// Runs only the scheduling loop and returns the I/O the read would make.
     pub async fn plan(self) -> Result<IoPlan> {
         let location = self.file.location().to_string();
-        let StartedRead { jobs, context, .. } = self.start().await.map_err(|e| e.with_location(&location))?;
+        let StartedRead { jobs, context, stream, .. } = self.start().await.map_err(|e| e.with_location(&location))?;
         let planner = Arc::new(PlanningIo::new(self.io_options().coalesce));
         let io: Arc<dyn EncodingsIo> = planner.clone();
+        // The decoders stay alive while the loop runs: jobs stop scheduling once theirs is gone.
         run_scheduling_loop(jobs, &io, &context)?;
+        drop(stream);
         Ok(planner.plan())
     }
 }

@@ -56,6 +56,9 @@ pub struct FileWriter {
     /// Bytes written so far (the offset of the next byte).
     position: u64,
     num_rows: u64,
+    /// Set when a write failed part way: columns may then disagree on their row counts, so the
+    /// file must not be finished.
+    failed: bool,
 }
 
 impl std::fmt::Debug for FileWriter {
@@ -88,6 +91,8 @@ impl FileWriter {
     ) -> Result<Self> {
         let location = path.to_string();
         let fields = assign_columns(&schema)?;
+        // Check now that the footer can describe the schema, not after all the data is written.
+        schema_to_proto(&schema)?;
         let columns = fields
             .iter()
             .map(|f| ColumnWriter {
@@ -109,6 +114,7 @@ impl FileWriter {
             options,
             position: 0,
             num_rows: 0,
+            failed: false,
         };
         writer.write_bytes(&format::header_bytes()).await?;
         Ok(writer)
@@ -146,7 +152,16 @@ impl FileWriter {
     /// [`Error::Schema`] if the batch does not match the writer's schema; [`Error::Io`] if the
     /// storage fails (the writer is then unusable and should be dropped).
     pub async fn write(&mut self, batch: &RecordBatch) -> Result<()> {
-        self.check_batch(batch)?;
+        self.check_usable()?;
+        self.check_batch(batch).map_err(|e| self.locate(e))?;
+        let result = self.write_columns(batch).await;
+        if result.is_err() {
+            self.failed = true;
+        }
+        result.map_err(|e| self.locate(e))
+    }
+
+    async fn write_columns(&mut self, batch: &RecordBatch) -> Result<()> {
         for index in 0..self.fields.len() {
             let array = batch.column(index).clone();
             for page in self.columns[index].append(array, self.options.page_size) {
@@ -155,6 +170,24 @@ impl FileWriter {
         }
         self.num_rows += batch.num_rows() as u64;
         Ok(())
+    }
+
+    fn check_usable(&self) -> Result<()> {
+        ensure!(
+            !self.failed,
+            invalid,
+            "{}: an earlier write failed, so the file cannot be completed; abort it",
+            self.location
+        );
+        Ok(())
+    }
+
+    /// Names the file in errors that do not yet.
+    fn locate(&self, error: Error) -> Error {
+        match error {
+            Error::Schema(message) => Error::Schema(format!("{}: {message}", self.location)),
+            other => other.with_location(&self.location),
+        }
     }
 
     fn check_batch(&self, batch: &RecordBatch) -> Result<()> {
@@ -188,6 +221,10 @@ impl FileWriter {
     /// # Errors
     /// [`Error::Io`] if the storage fails; nothing is then visible at the file's path.
     pub async fn finish(mut self) -> Result<FinishedFile> {
+        if let Err(e) = self.check_usable() {
+            self.abort().await?;
+            return Err(e);
+        }
         for index in 0..self.columns.len() {
             if let Some(page) = self.columns[index].flush() {
                 self.write_page(index, page?).await?;
@@ -210,7 +247,7 @@ impl FileWriter {
         }
         let footer = Footer {
             fields: schema_to_proto(&self.schema)?,
-            metadata: self.schema.metadata().into(),
+            metadata: self.schema.metadata().clone().into(),
             num_rows: self.num_rows,
             created_by: format!("looseleaf {}", env!("CARGO_PKG_VERSION")),
         };
@@ -301,7 +338,7 @@ impl ColumnWriter {
             let fits = rows_within(array.as_ref(), room);
             if fits == array.len() && encoded_size(array.as_ref()) < room {
                 self.pending_bytes += encoded_size(array.as_ref());
-                self.pending.push(array);
+                self.pending.push(compact(array));
                 return pages;
             }
             self.pending.push(array.slice(0, fits));

@@ -121,6 +121,31 @@ async fn reads_stay_within_the_byte_budget_with_a_slow_consumer() {
     assert_eq!(stats.requests, num_pages as u64, "{stats:?}");
 }
 
+/// Dropping a read part way stops its I/O: queued reads are discarded and nothing more is
+/// scheduled, so a reader that stops early does not read the rest of the file.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn dropping_a_read_stops_its_io() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("drop.leaf");
+    numeric_file(&path, 420_000, 64 * 1024).await;
+    let layout = FileLayout::parse(&std::fs::read(&path).unwrap());
+    let data_bytes = layout.buffer_bytes(&[0, 1, 2]);
+
+    let reader = FileReader::open_path(&path).await.unwrap();
+    let io = IoOptions { io_depth: 2, buffer_bytes: 512 * 1024, ..IoOptions::LOCAL };
+    let mut stream = reader.read().with_batch_size(1024).with_io_options(io).stream().await.unwrap();
+    stream.next().await.unwrap().unwrap();
+    let scheduler = stream.io_scheduler().clone();
+    drop(stream);
+    // Let the reads in flight land, then check nothing else followed.
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    let stats = scheduler.stats();
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    assert_eq!(scheduler.stats(), stats, "reads went on after the stream was dropped");
+    assert!(stats.bytes_read < data_bytes / 4, "{stats:?}: read {} of {data_bytes} bytes", stats.bytes_read);
+    assert_eq!(scheduler.reserved_bytes(), 0, "the dropped read still holds budget");
+}
+
 /// A budget smaller than one page: every read goes over it through the bypass, the read still
 /// completes, and what is held never exceeds the pages of the lowest row.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

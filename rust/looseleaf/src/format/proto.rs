@@ -4,7 +4,7 @@
 //! equivalent `.proto` text is in `docs/format.md`. Tags are never reused: a field that is
 //! retired keeps its tag reserved, so old files stay readable.
 
-use std::collections::HashMap;
+use std::collections::BTreeMap;
 
 /// The footer: schema, row count and file-level metadata.
 #[derive(Clone, PartialEq, prost::Message)]
@@ -13,8 +13,8 @@ pub struct Footer {
     #[prost(message, repeated, tag = "1")]
     pub fields: Vec<Field>,
     /// Schema-level key/value metadata.
-    #[prost(map = "string, string", tag = "2")]
-    pub metadata: HashMap<String, String>,
+    #[prost(btree_map = "string, string", tag = "2")]
+    pub metadata: BTreeMap<String, String>,
     /// Number of top-level rows.
     #[prost(uint64, tag = "3")]
     pub num_rows: u64,
@@ -39,8 +39,8 @@ pub struct Field {
     #[prost(message, repeated, tag = "4")]
     pub children: Vec<Field>,
     /// Field-level key/value metadata.
-    #[prost(map = "string, string", tag = "5")]
-    pub metadata: HashMap<String, String>,
+    #[prost(btree_map = "string, string", tag = "5")]
+    pub metadata: BTreeMap<String, String>,
     /// The column holding this field's own data (values, validity or offsets), if it has one.
     #[prost(uint32, optional, tag = "6")]
     pub column: Option<u32>,

@@ -7,7 +7,7 @@
 //! writer (to split batches into columns) and the reader (to build schedulers and decoders)
 //! walk.
 
-use std::collections::HashMap;
+use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use arrow_schema::{DataType, Field, FieldRef, IntervalUnit, Schema, TimeUnit};
@@ -104,7 +104,7 @@ fn field_to_proto(tree: &FieldColumns) -> Result<proto::Field> {
         data_type: Some(type_to_proto(field.data_type(), field.name())?),
         nullable: field.is_nullable(),
         children: tree.children.iter().map(field_to_proto).collect::<Result<_>>()?,
-        metadata: field.metadata().into(),
+        metadata: field.metadata().clone().into(),
         column: tree.column,
     })
 }
@@ -189,7 +189,7 @@ fn type_to_proto(data_type: &DataType, name: &str) -> Result<proto::DataType> {
 /// every column number is in range and used exactly once.
 pub fn schema_from_proto(
     fields: &[proto::Field],
-    metadata: &HashMap<String, String>,
+    metadata: &BTreeMap<String, String>,
     num_columns: u32,
 ) -> Result<(Arc<Schema>, Vec<FieldColumns>)> {
     let mut seen = vec![false; num_columns as usize];
@@ -312,12 +312,12 @@ mod tests {
             Field::new("f", DataType::FixedSizeBinary(3), true),
             Field::new("n", DataType::Null, true),
         ])
-        .with_metadata(HashMap::from([("k".to_string(), "v".to_string())]));
+        .with_metadata(BTreeMap::from([("k".to_string(), "v".to_string())]));
         let fields = schema_to_proto(&schema).unwrap();
-        let (back, trees) = schema_from_proto(&fields, &schema.metadata().into(), 6).unwrap();
+        let (back, trees) = schema_from_proto(&fields, &schema.metadata().clone().into(), 6).unwrap();
         assert_eq!(back.as_ref(), &schema);
         assert_eq!(trees.iter().flat_map(|t| t.columns()).collect::<Vec<_>>(), vec![0, 1, 2, 3, 4, 5]);
-        assert!(schema_from_proto(&fields, &schema.metadata().into(), 7).is_err());
-        assert!(schema_from_proto(&fields, &schema.metadata().into(), 5).is_err());
+        assert!(schema_from_proto(&fields, &schema.metadata().clone().into(), 7).is_err());
+        assert!(schema_from_proto(&fields, &schema.metadata().clone().into(), 5).is_err());
     }
 }

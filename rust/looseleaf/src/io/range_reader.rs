@@ -126,7 +126,6 @@ impl LocalFileReader {
     }
 
     async fn read_at(&self, range: Range<u64>) -> Result<Bytes> {
-        use std::os::unix::fs::FileExt;
         if range.end > self.size {
             return Err(Error::corrupt(
                 &self.location,
@@ -141,7 +140,7 @@ impl LocalFileReader {
         let len = (range.end - range.start) as usize;
         tokio::task::spawn_blocking(move || {
             let mut buf = vec![0u8; len];
-            file.read_exact_at(&mut buf, range.start).map_err(|e| Error::io(location, e))?;
+            read_exact_at(&file, &mut buf, range.start).map_err(|e| Error::io(location, e))?;
             Ok(Bytes::from(buf))
         })
         .await
@@ -165,4 +164,25 @@ impl RangeReader for LocalFileReader {
             Ok((bytes, self.size))
         })
     }
+}
+
+/// Fills `buf` from `offset` without moving a shared cursor (so concurrent reads need no lock).
+#[cfg(unix)]
+fn read_exact_at(file: &std::fs::File, buf: &mut [u8], offset: u64) -> std::io::Result<()> {
+    std::os::unix::fs::FileExt::read_exact_at(file, buf, offset)
+}
+
+/// Fills `buf` from `offset` (Windows' positioned reads move the cursor, which no one else uses).
+#[cfg(windows)]
+fn read_exact_at(file: &std::fs::File, mut buf: &mut [u8], mut offset: u64) -> std::io::Result<()> {
+    while !buf.is_empty() {
+        match std::os::windows::fs::FileExt::seek_read(file, buf, offset)? {
+            0 => return Err(std::io::ErrorKind::UnexpectedEof.into()),
+            n => {
+                buf = &mut buf[n..];
+                offset += n as u64;
+            }
+        }
+    }
+    Ok(())
 }

@@ -136,6 +136,11 @@ impl ColumnJob for TopLevelColumnJob {
     }
 
     fn schedule_next(&mut self, io: &Arc<dyn EncodingsIo>) -> Result<()> {
+        if self.sender.is_closed() {
+            // The decoder is gone (the read was dropped): schedule nothing more.
+            self.pending.clear();
+            return Ok(());
+        }
         let Some(priority) = self.next_priority() else { return Ok(()) };
         let Some((index, ranges)) = self.pending.pop_front() else { return Ok(()) };
         let scheduler = self.column.page_scheduler(index)?;

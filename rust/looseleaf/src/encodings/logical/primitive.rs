@@ -214,11 +214,16 @@ fn values_size(array: &dyn Array, start: usize, end: usize) -> u64 {
         DataType::Binary => byte_span(array.as_binary::<i32>().value_offsets(), start, end),
         DataType::LargeUtf8 => byte_span(array.as_string::<i64>().value_offsets(), start, end),
         DataType::LargeBinary => byte_span(array.as_binary::<i64>().value_offsets(), start, end),
-        DataType::Utf8View => (start..end).map(|i| array.as_string_view().value(i).len() as u64).sum(),
-        DataType::BinaryView => (start..end).map(|i| array.as_binary_view().value(i).len() as u64).sum(),
+        DataType::Utf8View => view_lengths(array.as_string_view().views(), start, end),
+        DataType::BinaryView => view_lengths(array.as_binary_view().views(), start, end),
         _ => 0,
     };
     data_bytes + 4 * rows
+}
+
+/// Total length of the values of views `start..end` (a view's low 32 bits are its length).
+fn view_lengths(views: &[u128], start: usize, end: usize) -> u64 {
+    views[start..end].iter().map(|v| (*v as u32) as u64).sum()
 }
 
 fn byte_span<O: arrow_array::OffsetSizeTrait>(offsets: &[O], start: usize, end: usize) -> u64 {
@@ -240,7 +245,23 @@ pub fn rows_within(array: &dyn Array, budget: u64) -> usize {
     if !is_variable_width(array.data_type()) {
         return len;
     }
-    // Binary search on the cumulative size, which grows with the row count.
+    if let DataType::Utf8View | DataType::BinaryView = array.data_type() {
+        // Views have no offsets to search: one pass over the lengths, stopping at the budget.
+        let views = match array.data_type() {
+            DataType::Utf8View => array.as_string_view().views(),
+            _ => array.as_binary_view().views(),
+        };
+        let mut size = 0.0;
+        for (i, view) in views.iter().enumerate() {
+            size += (*view as u32) as f64 + 4.0 + per_row_validity;
+            if size > budget as f64 {
+                return i.max(1);
+            }
+        }
+        return len;
+    }
+    // Binary search on the cumulative size, which grows with the row count (O(1) per probe
+    // through the offsets).
     let size = |n: usize| values_size(array, 0, n) as f64 + n as f64 * per_row_validity;
     let (mut lo, mut hi) = (1usize, len);
     while lo < hi {

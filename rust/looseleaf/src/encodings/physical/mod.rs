@@ -41,7 +41,8 @@ impl PageContext<'_> {
             bail!(corrupt, "{what} refers to buffer {index} of a page with {} buffers", self.buffers.len())
         };
         ensure!(
-            buffer.offset.checked_add(buffer.size).is_some_and(|end| end <= self.data_end),
+            buffer.offset >= crate::format::HEADER_LEN
+                && buffer.offset.checked_add(buffer.size).is_some_and(|end| end <= self.data_end),
             corrupt,
             "{what} buffer at {} of {} bytes lies outside the data region",
             buffer.offset,

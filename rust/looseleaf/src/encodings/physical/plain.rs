@@ -2,7 +2,6 @@
 //!
 //! ```text
 //! int32 values [1, 2, 3]   buffer 01 00 00 00 02 00 00 00 03 00 00 00
-//! fixed_size_list<float32, 2> [[1.0, 2.0], [3.0, 4.0]]   buffer: four f32, 16 bytes
 //! ```
 //!
 //! Rows `a..b` are bytes `a * w .. b * w` of the buffer (`w` = bytes per value); a run of rows
