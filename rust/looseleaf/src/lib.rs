@@ -61,6 +61,7 @@ pub mod encodings;
 mod error;
 pub mod format;
 pub mod io;
+mod projection;
 mod reader;
 pub mod scheduler;
 mod writer;

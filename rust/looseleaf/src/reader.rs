@@ -31,7 +31,8 @@ use crate::io::{
     coalesce_ranges,
 };
 use crate::scheduler::{
-    ColumnJob, ColumnPages, FieldScheduler, PrimitiveFieldScheduler, ReadContext, RowSelection, run_scheduling_loop,
+    ColumnJob, ColumnPages, FieldScheduler, ReadContext, RowPriority, RowSelection, field_scheduler,
+    run_scheduling_loop,
 };
 
 /// How many bytes at the end of the file are read on open.
@@ -287,48 +288,19 @@ impl FileReader {
             .collect()
     }
 
-    /// Builds the field schedulers of `fields`.
-    async fn field_schedulers(&self, fields: &[&FieldColumns]) -> Result<Vec<Box<dyn FieldScheduler>>> {
+    /// Builds the field schedulers of `fields` (top-level fields, possibly narrowed).
+    async fn field_schedulers(&self, fields: &[FieldColumns]) -> Result<Vec<Arc<dyn FieldScheduler>>> {
         let columns: Vec<u32> = fields.iter().flat_map(|f| f.columns()).collect();
         let pages = self.load_columns(&columns).await?;
-        fields
-            .iter()
-            .map(|tree| {
-                let column = tree
-                    .column
-                    .and_then(|c| pages.get(&c))
-                    .ok_or_else(|| Error::Internal(format!("field {:?} has no loaded column", tree.field.name())))?;
-                ensure!(
-                    column.num_rows() == self.num_rows(),
-                    corrupt,
-                    "column {} holds {} rows but the file has {}",
-                    column.column,
-                    column.num_rows(),
-                    self.num_rows()
-                );
-                Ok(Box::new(PrimitiveFieldScheduler::new(tree.field.clone(), column.clone()))
-                    as Box<dyn FieldScheduler>)
-            })
-            .collect()
+        fields.iter().map(|tree| field_scheduler(tree, &pages, self.num_rows())).collect()
     }
 
     /// The column trees of the projected fields, in the requested order.
-    fn project(&self, columns: Option<&[String]>) -> Result<Vec<&FieldColumns>> {
-        let fields = &self.inner.fields;
-        let Some(columns) = columns else { return Ok(fields.iter().collect()) };
-        columns
-            .iter()
-            .map(|name| {
-                fields.iter().find(|f| f.field.name() == name).ok_or_else(|| {
-                    let known: Vec<&str> = fields.iter().map(|f| f.field.name().as_str()).collect();
-                    Error::InvalidArgument(format!(
-                        "unknown column {name:?} in {} (its columns are: {})",
-                        self.location(),
-                        known.join(", ")
-                    ))
-                })
-            })
-            .collect()
+    fn project(&self, columns: Option<&[String]>) -> Result<Vec<FieldColumns>> {
+        match columns {
+            None => Ok(self.inner.fields.clone()),
+            Some(paths) => crate::projection::project(&self.inner.fields, paths),
+        }
     }
 }
 
@@ -479,10 +451,11 @@ impl ReadBuilder {
         let schedulers = file.field_schedulers(&fields).await?;
         let context = ReadContext::new(file.location());
         let selection = Arc::new(selection);
+        let top_level = Arc::new(RowPriority::TopLevel);
         let mut jobs = Vec::new();
         let mut decoders = Vec::new();
         for scheduler in schedulers {
-            let (field_jobs, decoder) = scheduler.start(&selection, &context)?;
+            let (field_jobs, decoder) = scheduler.start(&selection, &top_level, &context)?;
             jobs.extend(field_jobs);
             decoders.push(decoder);
         }

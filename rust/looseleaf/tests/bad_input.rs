@@ -498,7 +498,8 @@ async fn writers_reject_bad_options_and_unsupported_types() {
     let path = dir.path().join("options.leaf");
     let result = FileWriter::create_path(&path, writer_schema(), WriterOptions { page_size: 0 }).await;
     assert!(matches!(result, Err(Error::InvalidArgument(_))), "{result:?}");
-    let nested = Arc::new(Schema::new(vec![Field::new_list("l", Field::new_list_field(DataType::Int32, true), true)]));
+    let list_view = DataType::ListView(Arc::new(Field::new_list_field(DataType::Int32, true)));
+    let nested = Arc::new(Schema::new(vec![Field::new("l", list_view, true)]));
     let result = FileWriter::create_path(&path, nested, WriterOptions::default()).await;
     match result {
         Err(Error::Unsupported(message)) => assert!(message.contains("\"l\""), "{message}"),

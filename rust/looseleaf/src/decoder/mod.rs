@@ -6,17 +6,27 @@
 //! and returns a [`DecodeTask`], a plain function doing the CPU work. The stream runs the tasks
 //! of consecutive batches in parallel and yields their batches in order. Batch size and page
 //! size are independent: a page is decoded in as many pieces as batches need.
+//!
+//! Nested decoders compose like their schedulers: a struct's waits for its validity and its
+//! children together; a list's takes the offsets of its rows from its pages, then asks each
+//! page's items decoder for exactly the items those rows hold.
 
+mod fixed_size_list;
+mod list;
 mod page_queue;
 mod primitive;
 mod stream;
+mod r#struct;
 
 use arrow_array::ArrayRef;
 use futures::future::BoxFuture;
 
-pub use page_queue::{PagePiece, PageQueue};
+pub use fixed_size_list::FixedSizeListFieldDecoder;
+pub use list::{ListFieldDecoder, ListPage};
+pub use page_queue::{LoadedPage, PagePiece, PageQueue};
 pub use primitive::PrimitiveFieldDecoder;
 pub use stream::{BatchDecodeTask, DecodeBatchStream};
+pub use r#struct::StructFieldDecoder;
 
 use crate::error::Result;
 

@@ -5,56 +5,69 @@ use std::sync::Arc;
 
 use tokio::sync::mpsc;
 
-use crate::encodings::{DataBlock, PageDecoder, PageLoad};
+use crate::encodings::{DataBlock, PageDecoder};
 use crate::error::{Result, ensure};
 use crate::scheduler::{ReadContext, ScheduledPage};
 
+/// What a scheduled page loads into: it must say how many rows it holds.
+pub trait LoadedPage: Send + Sync + 'static {
+    /// Rows held.
+    fn num_rows(&self) -> u64;
+}
+
+impl LoadedPage for Box<dyn PageDecoder> {
+    fn num_rows(&self) -> u64 {
+        PageDecoder::num_rows(self.as_ref())
+    }
+}
+
 /// A run of rows of one loaded page.
-#[derive(Clone)]
-pub struct PagePiece {
-    /// The page's decoder.
-    pub decoder: Arc<dyn PageDecoder>,
+pub struct PagePiece<T = Box<dyn PageDecoder>> {
+    /// The loaded page.
+    pub page: Arc<T>,
     /// Rows of the page's selection to skip.
     pub skip: u64,
-    /// Rows to decode.
+    /// Rows to take.
     pub len: u64,
 }
 
 impl PagePiece {
     /// Decodes the piece.
     pub fn decode(&self) -> Result<DataBlock> {
-        self.decoder.decode(self.skip, self.len)
+        self.page.decode(self.skip, self.len)
     }
 }
 
-enum PageState {
-    Loading(PageLoad),
-    Loaded(Arc<dyn PageDecoder>),
+enum PageState<T> {
+    Loading(futures::future::BoxFuture<'static, Result<T>>),
+    Loaded(Arc<T>),
     /// Between the two, while its load is awaited.
     Waiting,
 }
 
-struct QueuedPage {
+struct QueuedPage<T> {
     num_rows: u64,
     consumed: u64,
-    state: PageState,
+    state: PageState<T>,
+    urgency: crate::io::Urgency,
 }
 
 /// Receives the scheduled pages of one column and hands out their rows in order.
 ///
 /// A page's load is awaited only when a batch needs its rows, so its bytes stay in the I/O
-/// budget (and count for backpressure) until then.
-pub struct PageQueue {
-    receiver: mpsc::UnboundedReceiver<ScheduledPage>,
-    queue: VecDeque<QueuedPage>,
+/// budget (and count for backpressure) until then; the page's [`Urgency`](crate::io::Urgency)
+/// is set at that moment, so nothing holds its reads back any longer.
+pub struct PageQueue<T: LoadedPage = Box<dyn PageDecoder>> {
+    receiver: mpsc::UnboundedReceiver<ScheduledPage<T>>,
+    queue: VecDeque<QueuedPage<T>>,
     /// Rows received and not yet handed out.
     queued_rows: u64,
     context: ReadContext,
 }
 
-impl PageQueue {
+impl<T: LoadedPage> PageQueue<T> {
     /// A queue over the pages arriving on `receiver`.
-    pub fn new(receiver: mpsc::UnboundedReceiver<ScheduledPage>, context: ReadContext) -> Self {
+    pub fn new(receiver: mpsc::UnboundedReceiver<ScheduledPage<T>>, context: ReadContext) -> Self {
         Self { receiver, queue: VecDeque::new(), queued_rows: 0, context }
     }
 
@@ -63,7 +76,7 @@ impl PageQueue {
     ///
     /// # Cancel safety
     /// Not cancel safe: a page whose load was being awaited is lost if the future is dropped.
-    pub async fn next_rows(&mut self, num_rows: u64) -> Result<Vec<PagePiece>> {
+    pub async fn next_rows(&mut self, num_rows: u64) -> Result<Vec<PagePiece<T>>> {
         while self.queued_rows < num_rows {
             match self.receiver.recv().await {
                 Some(page) => {
@@ -72,6 +85,7 @@ impl PageQueue {
                         num_rows: page.num_rows,
                         consumed: 0,
                         state: PageState::Loading(page.load),
+                        urgency: page.urgency,
                     });
                 }
                 None => return Err(self.context.pages_ended_error("a column")),
@@ -88,32 +102,33 @@ impl PageQueue {
             rows += page.num_rows - page.consumed;
             if let PageState::Loading(_) = page.state {
                 let PageState::Loading(load) = std::mem::replace(&mut page.state, PageState::Waiting) else { continue };
-                loads.push(async move { load.await.map(|decoder| (index, decoder)) });
+                page.urgency.set();
+                loads.push(async move { load.await.map(|loaded| (index, loaded)) });
             }
         }
-        for (index, decoder) in futures::future::try_join_all(loads).await? {
+        for (index, loaded) in futures::future::try_join_all(loads).await? {
             let page = &mut self.queue[index];
             ensure!(
-                decoder.num_rows() == page.num_rows,
+                loaded.num_rows() == page.num_rows,
                 corrupt,
                 "a page of {} decoded {} rows where {} were scheduled",
                 self.context.location,
-                decoder.num_rows(),
+                loaded.num_rows(),
                 page.num_rows
             );
-            page.state = PageState::Loaded(Arc::from(decoder));
+            page.state = PageState::Loaded(Arc::new(loaded));
         }
 
         let mut pieces = Vec::new();
         let mut wanted = num_rows;
         while wanted > 0 {
             let Some(page) = self.queue.front_mut() else { break };
-            let PageState::Loaded(decoder) = &page.state else {
+            let PageState::Loaded(loaded) = &page.state else {
                 return Err(crate::Error::Internal("a page was handed out before it was loaded".into()));
             };
             let len = wanted.min(page.num_rows - page.consumed);
             if len > 0 {
-                pieces.push(PagePiece { decoder: decoder.clone(), skip: page.consumed, len });
+                pieces.push(PagePiece { page: loaded.clone(), skip: page.consumed, len });
             }
             page.consumed += len;
             wanted -= len;

@@ -31,6 +31,55 @@ pub enum DataBlock {
     FixedWidth(FixedWidthBlock),
     /// Values of varying length: offsets into a data buffer.
     VariableWidth(VariableWidthBlock),
+    /// Offsets of lists into items held elsewhere (same layout as variable width, no data).
+    ListOffsets(OffsetsBlock),
+    /// Fixed-size lists: `dimension` child values per row.
+    FixedSizeList {
+        /// Child values per row.
+        dimension: u64,
+        /// The `rows × dimension` child values.
+        values: Box<DataBlock>,
+    },
+}
+
+/// `num_values + 1` non-decreasing offsets (of `bits_per_offset` bits), not necessarily starting
+/// at zero.
+#[derive(Debug, Clone)]
+pub struct OffsetsBlock {
+    /// The offsets, aligned to their width.
+    pub offsets: Buffer,
+    /// Width of one offset in bits: 32 or 64.
+    pub bits_per_offset: u32,
+    /// Number of lists.
+    pub num_values: u64,
+}
+
+impl OffsetsBlock {
+    /// Offset `i`, if the buffer holds it.
+    pub fn offset_at(&self, i: usize) -> Option<u64> {
+        let width = self.bits_per_offset as usize / 8;
+        let bytes = self.offsets.as_slice().get(i * width..(i + 1) * width)?;
+        Some(match width {
+            4 => u32::from_le_bytes(bytes.try_into().ok()?) as u64,
+            _ => u64::from_le_bytes(bytes.try_into().ok()?),
+        })
+    }
+
+    /// The offsets as `u64`.
+    ///
+    /// # Errors
+    /// [`crate::Error::Corrupt`] if the buffer is too short or the offsets decrease.
+    pub fn to_u64(&self) -> Result<Vec<u64>> {
+        let as_variable = VariableWidthBlock {
+            offsets: self.offsets.clone(),
+            bits_per_offset: self.bits_per_offset,
+            data: Buffer::from_vec(Vec::<u8>::new()),
+            num_values: self.num_values,
+        };
+        let offsets = as_variable.offsets_u64()?;
+        ensure!(offsets.windows(2).all(|w| w[0] <= w[1]), corrupt, "list offsets decrease");
+        Ok(offsets)
+    }
 }
 
 /// Values of `bits_per_value / 8` bytes each, back to back.
@@ -70,6 +119,8 @@ impl DataBlock {
             Self::Boolean(bits) => bits.len() as u64,
             Self::FixedWidth(b) => b.num_values,
             Self::VariableWidth(b) => b.num_values,
+            Self::ListOffsets(b) => b.num_values,
+            Self::FixedSizeList { dimension, values } => values.num_values().checked_div(*dimension).unwrap_or(0),
         }
     }
 
@@ -137,6 +188,35 @@ impl DataBlock {
                 }
                 Ok(DataBlock::FixedWidth(FixedWidthBlock { data: out.into(), bits_per_value: bits, num_values: total }))
             }
+            DataBlock::ListOffsets(_) => {
+                let mut out: Vec<u64> = Vec::with_capacity(total as usize + 1);
+                for block in &blocks {
+                    let DataBlock::ListOffsets(b) = block else { return shape_error() };
+                    let offsets = b.to_u64()?;
+                    let shift = out.last().copied().unwrap_or(0);
+                    let first = offsets.first().copied().unwrap_or(0);
+                    if out.is_empty() {
+                        out.push(0);
+                    }
+                    out.extend(offsets.iter().skip(1).map(|o| o - first + shift));
+                }
+                Ok(DataBlock::ListOffsets(OffsetsBlock {
+                    offsets: Buffer::from_vec(out),
+                    bits_per_offset: 64,
+                    num_values: total,
+                }))
+            }
+            DataBlock::FixedSizeList { dimension, .. } => {
+                let dimension = *dimension;
+                let values = blocks
+                    .into_iter()
+                    .map(|b| match b {
+                        DataBlock::FixedSizeList { dimension: d, values } if d == dimension => Ok(*values),
+                        _ => shape_error(),
+                    })
+                    .collect::<Result<Vec<_>>>()?;
+                Ok(DataBlock::FixedSizeList { dimension, values: Box::new(Self::concat(values)?) })
+            }
             DataBlock::VariableWidth(_) => {
                 let parts = blocks
                     .into_iter()
@@ -168,7 +248,20 @@ impl DataBlock {
                 num_values,
             }),
             DataBlock::AllNull { .. } => DataBlock::AllNull { num_values },
-            DataBlock::Nullable { .. } => return shape_error(),
+            DataBlock::ListOffsets(b) => DataBlock::ListOffsets(OffsetsBlock {
+                offsets: MutableBuffer::from_len_zeroed(((num_values + 1) * b.bits_per_offset as u64 / 8) as usize)
+                    .into(),
+                bits_per_offset: b.bits_per_offset,
+                num_values,
+            }),
+            DataBlock::FixedSizeList { dimension, values } => DataBlock::FixedSizeList {
+                dimension: *dimension,
+                values: Box::new(values.zeroed(num_values * dimension)?),
+            },
+            DataBlock::Nullable { values, .. } => DataBlock::Nullable {
+                validity: BooleanBuffer::new_unset(num_values as usize),
+                values: Box::new(values.zeroed(num_values)?),
+            },
         })
     }
 }

@@ -154,6 +154,10 @@ pub struct PageMetadata {
     /// The encoding tree of the page.
     #[prost(message, optional, tag = "3")]
     pub encoding: Option<Encoding>,
+    /// For pages of list offsets: the number of items the page's lists hold (its last offset),
+    /// so that a reader of the whole page knows which items it needs without reading it.
+    #[prost(uint64, tag = "4")]
+    pub num_items: u64,
 }
 
 /// Where one buffer of a page is in the file.
@@ -171,7 +175,7 @@ pub struct BufferLocation {
 #[derive(Clone, PartialEq, prost::Message)]
 pub struct Encoding {
     /// Which encoding, with its parameters and children.
-    #[prost(oneof = "encoding::Kind", tags = "1, 2, 3, 4")]
+    #[prost(oneof = "encoding::Kind", tags = "1, 2, 3, 4, 5, 6")]
     pub kind: Option<encoding::Kind>,
 }
 
@@ -192,6 +196,12 @@ pub mod encoding {
         /// Variable-width values: offsets and data bytes.
         #[prost(message, tag = "4")]
         Binary(super::BinaryEncoding),
+        /// The offsets of lists whose items are stored in other columns.
+        #[prost(message, tag = "5")]
+        ListOffsets(super::ListOffsetsEncoding),
+        /// Fixed-size lists: `dimension` child values per row, encoded as one child.
+        #[prost(message, tag = "6")]
+        FixedSizeList(super::FixedSizeListEncoding),
     }
 }
 
@@ -233,4 +243,26 @@ pub struct BinaryEncoding {
     /// Index of the data buffer.
     #[prost(uint32, tag = "3")]
     pub data_buffer: u32,
+}
+
+/// `num_rows + 1` offsets (32 or 64 bits, starting at 0) of lists into the items of the page.
+#[derive(Clone, Copy, PartialEq, prost::Message)]
+pub struct ListOffsetsEncoding {
+    /// Width of one offset in bits (32 or 64).
+    #[prost(uint32, tag = "1")]
+    pub bits_per_offset: u32,
+    /// Index of the offsets buffer.
+    #[prost(uint32, tag = "2")]
+    pub buffer: u32,
+}
+
+/// Fixed-size lists whose `num_rows × dimension` child values are one child encoding.
+#[derive(Clone, PartialEq, prost::Message)]
+pub struct FixedSizeListEncoding {
+    /// Values per row.
+    #[prost(uint64, tag = "1")]
+    pub dimension: u64,
+    /// The child values.
+    #[prost(message, optional, boxed, tag = "2")]
+    pub values: Option<Box<Encoding>>,
 }

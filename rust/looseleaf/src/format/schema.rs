@@ -2,10 +2,13 @@
 //! columns.
 //!
 //! Columns are numbered depth-first over the schema. Every field that stores data of its own
-//! gets one column: a primitive, string or binary field its values, (later) a struct its
-//! validity and a list its offsets. [`FieldColumns`] is the resulting tree, which both the
-//! writer (to split batches into columns) and the reader (to build schedulers and decoders)
-//! walk.
+//! gets one column ([`Layout`] says which): a primitive, string or binary field its values; a
+//! fixed-size list of fixed-width values (an embedding) its values too, in one column; a list or
+//! map its offsets and validity; a nullable struct or a nullable fixed-size list of other types
+//! its validity. Children follow their parent, so struct fields are shredded into columns of
+//! their own and a projection reads only the columns it names. [`FieldColumns`] is the
+//! resulting tree, which both the writer (to split batches into columns) and the reader (to
+//! build schedulers and decoders) walk.
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -22,8 +25,74 @@ pub struct FieldColumns {
     pub field: FieldRef,
     /// The column holding the field's own data, if it has one.
     pub column: Option<u32>,
-    /// Column trees of the children of nested fields.
+    /// Column trees of the Arrow children (struct fields, the item of a list or fixed-size list,
+    /// the entries of a map), whether or not they have columns of their own.
     pub children: Vec<FieldColumns>,
+}
+
+/// How a field is laid out in columns.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Layout {
+    /// One column of values, children included (flat types, fixed-size lists of fixed-width
+    /// values).
+    Leaf,
+    /// A validity column if the struct is nullable, then one tree per child.
+    Struct,
+    /// A column of offsets and validity, then the tree of the items (lists, large lists, maps).
+    List,
+    /// A validity column if the list is nullable, then the tree of its `rows × size` items.
+    FixedSizeList,
+}
+
+impl Layout {
+    /// The layout of `data_type`.
+    ///
+    /// # Errors
+    /// [`Error::Unsupported`] for types looseleaf does not store.
+    pub fn of(data_type: &DataType) -> Result<Self> {
+        Ok(match data_type {
+            DataType::Struct(_) => Layout::Struct,
+            DataType::List(_) | DataType::LargeList(_) | DataType::Map(_, _) => Layout::List,
+            DataType::FixedSizeList(_, _) if is_fixed_width_list(data_type) => Layout::Leaf,
+            DataType::FixedSizeList(_, _) => Layout::FixedSizeList,
+            DataType::Null => Layout::Leaf,
+            other if fixed_width_bits(other).is_some() || is_variable_width(other) => Layout::Leaf,
+            other => bail!(unsupported, "type {other}"),
+        })
+    }
+
+    /// Whether a field of this layout has a column of its own.
+    pub fn has_column(self, nullable: bool) -> bool {
+        match self {
+            Layout::Leaf | Layout::List => true,
+            Layout::Struct | Layout::FixedSizeList => nullable,
+        }
+    }
+}
+
+/// Whether `data_type` is a fixed-size list (of fixed-size lists...) of fixed-width values, which
+/// is stored as one column of contiguous values.
+pub fn is_fixed_width_list(data_type: &DataType) -> bool {
+    match data_type {
+        DataType::FixedSizeList(item, size) if *size > 0 => {
+            fixed_width_bits(item.data_type()).is_some_and(|b| b > 0) || is_fixed_width_list(item.data_type())
+        }
+        _ => false,
+    }
+}
+
+/// The child fields of a nested type, in the order their trees appear.
+pub fn child_fields(data_type: &DataType) -> Vec<FieldRef> {
+    match data_type {
+        DataType::Struct(fields) => fields.iter().cloned().collect(),
+        DataType::List(item)
+        | DataType::LargeList(item)
+        | DataType::FixedSizeList(item, _)
+        | DataType::Map(item, _) => {
+            vec![item.clone()]
+        }
+        _ => vec![],
+    }
 }
 
 impl FieldColumns {
@@ -83,12 +152,36 @@ fn assign_field(field: &FieldRef, next: &mut u32) -> Result<FieldColumns> {
         "field {:?} has type {data_type}, whose values of zero bytes looseleaf cannot store",
         field.name()
     );
-    if matches!(data_type, DataType::Null) || fixed_width_bits(data_type).is_some() || is_variable_width(data_type) {
+    let layout = Layout::of(data_type).map_err(|_| {
+        Error::Unsupported(format!("field {:?} has type {data_type}, which looseleaf cannot store", field.name()))
+    })?;
+    if let DataType::Map(entries, _) = data_type {
+        ensure!(
+            matches!(entries.data_type(), DataType::Struct(f) if f.len() == 2),
+            unsupported,
+            "map field {:?} has entries of type {}, not a struct of key and value",
+            field.name(),
+            entries.data_type()
+        );
+    }
+    let column = if layout.has_column(field.is_nullable()) {
         let column = *next;
         *next = next.checked_add(1).ok_or_else(|| Error::Unsupported("more than 2^32 columns".into()))?;
-        return Ok(FieldColumns { field: field.clone(), column: Some(column), children: vec![] });
-    }
-    bail!(unsupported, "field {:?} has type {data_type}, which looseleaf cannot store yet", field.name())
+        Some(column)
+    } else {
+        None
+    };
+    let children = child_fields(data_type)
+        .iter()
+        .map(|child| if layout == Layout::Leaf { unassigned(child) } else { assign_field(child, next) })
+        .collect::<Result<Vec<_>>>()?;
+    Ok(FieldColumns { field: field.clone(), column, children })
+}
+
+/// The tree of a field stored inside its parent's column (the items of a fixed-width list).
+fn unassigned(field: &FieldRef) -> Result<FieldColumns> {
+    let children = child_fields(field.data_type()).iter().map(unassigned).collect::<Result<_>>()?;
+    Ok(FieldColumns { field: field.clone(), column: None, children })
 }
 
 /// Converts an Arrow schema to the footer's fields, assigning columns.
@@ -179,7 +272,18 @@ fn type_to_proto(data_type: &DataType, name: &str) -> Result<proto::DataType> {
             out.fixed_size = u32::try_from(*n).map_err(|_| Error::Schema(format!("field {name:?}: negative width")))?;
             TypeKind::FixedSizeBinary
         }
-        other => bail!(unsupported, "field {name:?} has type {other}, which looseleaf cannot store yet"),
+        DataType::Struct(_) => TypeKind::Struct,
+        DataType::List(_) => TypeKind::List,
+        DataType::LargeList(_) => TypeKind::LargeList,
+        DataType::FixedSizeList(_, n) => {
+            out.fixed_size = u32::try_from(*n).map_err(|_| Error::Schema(format!("field {name:?}: negative size")))?;
+            TypeKind::FixedSizeList
+        }
+        DataType::Map(_, sorted) => {
+            out.keys_sorted = *sorted;
+            TypeKind::Map
+        }
+        other => bail!(unsupported, "field {name:?} has type {other}, which looseleaf cannot store"),
     };
     out.kind = kind as i32;
     Ok(out)
@@ -193,34 +297,69 @@ pub fn schema_from_proto(
     num_columns: u32,
 ) -> Result<(Arc<Schema>, Vec<FieldColumns>)> {
     let mut seen = vec![false; num_columns as usize];
-    let trees = fields.iter().map(|f| field_from_proto(f, &mut seen)).collect::<Result<Vec<_>>>()?;
+    let trees = fields.iter().map(|f| field_from_proto(f, &mut seen, false)).collect::<Result<Vec<_>>>()?;
     ensure!(seen.iter().all(|s| *s), corrupt, "the schema does not use every column of the file");
     let schema = Schema::new(trees.iter().map(|t| t.field.clone()).collect::<Vec<_>>()).with_metadata(metadata.clone());
     Ok((Arc::new(schema), trees))
 }
 
-fn field_from_proto(field: &proto::Field, seen: &mut [bool]) -> Result<FieldColumns> {
-    let data_type = type_from_proto(field)?;
-    let column = match field.column {
-        Some(c) => {
-            let slot = seen.get_mut(c as usize);
-            ensure!(
-                matches!(slot, Some(false)),
-                corrupt,
-                "field {:?} refers to column {c}, which is out of range or used twice",
-                field.name
-            );
-            if let Some(slot) = slot {
-                *slot = true;
-            }
-            Some(c)
-        }
-        None => None,
+fn field_from_proto(field: &proto::Field, seen: &mut [bool], in_parent_column: bool) -> Result<FieldColumns> {
+    let name = &field.name;
+    let Some(t) = &field.data_type else { bail!(corrupt, "field {name:?} has no type") };
+    let kind = TypeKind::try_from(t.kind).unwrap_or(TypeKind::Unknown);
+    let expected_children = match kind {
+        TypeKind::Struct => None,
+        TypeKind::List | TypeKind::LargeList | TypeKind::FixedSizeList | TypeKind::Map => Some(1),
+        _ => Some(0),
     };
-    ensure!(field.children.is_empty(), corrupt, "field {:?} of a flat type has children", field.name);
-    ensure!(column.is_some(), corrupt, "field {:?} has no column", field.name);
-    let arrow_field = Field::new(&field.name, data_type, field.nullable).with_metadata(field.metadata.clone());
-    Ok(FieldColumns { field: Arc::new(arrow_field), column, children: vec![] })
+    ensure!(
+        expected_children.is_none_or(|n| n == field.children.len()),
+        corrupt,
+        "field {name:?} of type {kind:?} has {} children",
+        field.children.len()
+    );
+    // The children's types decide the parent's (and whether a fixed-size list keeps its items
+    // in its own column), so they are converted first, with a provisional parent layout.
+    let provisional = match kind {
+        TypeKind::FixedSizeList if field.column.is_some() && field.children.iter().all(|c| c.column.is_none()) => {
+            Layout::Leaf
+        }
+        TypeKind::Struct => Layout::Struct,
+        TypeKind::List | TypeKind::LargeList | TypeKind::Map => Layout::List,
+        TypeKind::FixedSizeList => Layout::FixedSizeList,
+        _ => Layout::Leaf,
+    };
+    let children_in_column = in_parent_column || (provisional == Layout::Leaf && !field.children.is_empty());
+    let children =
+        field.children.iter().map(|c| field_from_proto(c, seen, children_in_column)).collect::<Result<Vec<_>>>()?;
+    let child_fields: Vec<FieldRef> = children.iter().map(|c| c.field.clone()).collect();
+    let data_type = type_from_proto(field, &child_fields)?;
+    let layout = Layout::of(&data_type).map_err(|e| Error::corrupt("", format!("field {name:?}: {e}")))?;
+    ensure!(
+        layout == provisional || in_parent_column,
+        corrupt,
+        "field {name:?} of type {data_type} is laid out as {provisional:?}, not {layout:?}"
+    );
+    let wants_column = !in_parent_column && layout.has_column(field.nullable);
+    ensure!(
+        field.column.is_some() == wants_column,
+        corrupt,
+        "field {name:?} of type {data_type} {} a column of its own",
+        if wants_column { "lacks" } else { "has" }
+    );
+    if let Some(c) = field.column {
+        let slot = seen.get_mut(c as usize);
+        ensure!(
+            matches!(slot, Some(false)),
+            corrupt,
+            "field {name:?} refers to column {c}, which is out of range or used twice"
+        );
+        if let Some(slot) = slot {
+            *slot = true;
+        }
+    }
+    let arrow_field = Field::new(name, data_type, field.nullable).with_metadata(field.metadata.clone());
+    Ok(FieldColumns { field: Arc::new(arrow_field), column: field.column, children })
 }
 
 fn unit_from_proto(unit: i32, name: &str) -> Result<TimeUnit> {
@@ -233,7 +372,7 @@ fn unit_from_proto(unit: i32, name: &str) -> Result<TimeUnit> {
     })
 }
 
-fn type_from_proto(field: &proto::Field) -> Result<DataType> {
+fn type_from_proto(field: &proto::Field, children: &[FieldRef]) -> Result<DataType> {
     let name = field.name.as_str();
     let Some(t) = &field.data_type else { bail!(corrupt, "field {name:?} has no type") };
     let kind = TypeKind::try_from(t.kind).unwrap_or(TypeKind::Unknown);
@@ -294,8 +433,31 @@ fn type_from_proto(field: &proto::Field) -> Result<DataType> {
             let n = i32::try_from(t.fixed_size).map_err(|_| Error::corrupt("", "fixed size binary width too large"))?;
             DataType::FixedSizeBinary(n)
         }
+        TypeKind::Struct => DataType::Struct(children.to_vec().into()),
+        TypeKind::List => DataType::List(only_child(children, name)?),
+        TypeKind::LargeList => DataType::LargeList(only_child(children, name)?),
+        TypeKind::FixedSizeList => {
+            let n = i32::try_from(t.fixed_size).map_err(|_| Error::corrupt("", "fixed size list size too large"))?;
+            DataType::FixedSizeList(only_child(children, name)?, n)
+        }
+        TypeKind::Map => {
+            let entries = only_child(children, name)?;
+            ensure!(
+                matches!(entries.data_type(), DataType::Struct(f) if f.len() == 2) && !entries.is_nullable(),
+                corrupt,
+                "map field {name:?} has entries that are not a non-nullable struct of key and value"
+            );
+            DataType::Map(entries, t.keys_sorted)
+        }
         other => bail!(unsupported, "field {name:?} has type {other:?}, which this reader cannot read"),
     })
+}
+
+fn only_child(children: &[FieldRef], name: &str) -> Result<FieldRef> {
+    match children {
+        [child] => Ok(child.clone()),
+        _ => bail!(corrupt, "field {name:?} needs exactly one child, has {}", children.len()),
+    }
 }
 
 #[cfg(test)]
@@ -319,5 +481,39 @@ mod tests {
         assert_eq!(trees.iter().flat_map(|t| t.columns()).collect::<Vec<_>>(), vec![0, 1, 2, 3, 4, 5]);
         assert!(schema_from_proto(&fields, &schema.metadata().clone().into(), 7).is_err());
         assert!(schema_from_proto(&fields, &schema.metadata().clone().into(), 5).is_err());
+    }
+
+    #[test]
+    fn nested_schema_round_trip_and_columns() {
+        let point = DataType::Struct(
+            vec![Field::new("x", DataType::Float64, false), Field::new("tag", DataType::Utf8, true)].into(),
+        );
+        let schema = Schema::new(vec![
+            Field::new("id", DataType::Int64, false),
+            Field::new("meta", point.clone(), true),
+            Field::new("points", DataType::List(Arc::new(Field::new("item", point, true))), true),
+            Field::new(
+                "embedding",
+                DataType::FixedSizeList(Arc::new(Field::new("item", DataType::Float32, false)), 4),
+                true,
+            ),
+            Field::new("words", DataType::FixedSizeList(Arc::new(Field::new("item", DataType::Utf8, true)), 2), false),
+            Field::new_map(
+                "attrs",
+                "entries",
+                Field::new("key", DataType::Utf8, false),
+                Field::new("value", DataType::Int32, true),
+                false,
+                true,
+            ),
+        ]);
+        let fields = schema_to_proto(&schema).unwrap();
+        let (back, trees) = schema_from_proto(&fields, &BTreeMap::new(), 13).unwrap();
+        assert_eq!(back.as_ref(), &schema);
+        let columns: Vec<Vec<u32>> = trees.iter().map(|t| t.columns()).collect();
+        // id | meta validity, x, tag | points offsets, item validity, x, tag | embedding |
+        // words (not nullable: no validity), items | attrs offsets, key, value
+        assert_eq!(columns, vec![vec![0], vec![1, 2, 3], vec![4, 5, 6, 7], vec![8], vec![9], vec![10, 11, 12]]);
+        assert!(schema_from_proto(&fields, &BTreeMap::new(), 12).is_err());
     }
 }

@@ -7,7 +7,9 @@
 //! - every request carries a [`Priority`], the lowest top-level row it serves; lower rows are
 //!   read first;
 //! - a request's bytes count against the read's buffer budget from the moment its first read is
-//!   issued until its future resolves (the decoder has taken the data) or is dropped.
+//!   issued until its future resolves (the decoder has taken the data) or is dropped;
+//! - a request whose [`Urgency`] is set (a decoder is waiting for it) is not held back by the
+//!   budget.
 //!
 //! Two implementations exist: [`IoScheduler`] performs the reads through a [`RangeReader`]
 //! (object_store underneath) with a bounded I/O depth and byte-based backpressure, and
@@ -19,6 +21,7 @@ mod page_io;
 mod plan;
 mod range_reader;
 mod scheduler;
+mod urgency;
 
 use std::ops::Range;
 
@@ -26,10 +29,11 @@ use bytes::Bytes;
 use futures::future::BoxFuture;
 
 pub use coalesce::{CoalesceOptions, coalesce_ranges};
-pub use page_io::{FollowUpIo, PageIo};
+pub use page_io::{FollowUpIo, IndirectIo, PageIo};
 pub use plan::{ColumnPlan, IoPlan, PlannedRequest, PlanningIo};
 pub use range_reader::{LocalFileReader, ObjectStoreReader, RangeReader};
 pub use scheduler::{IoOptions, IoScheduler, IoStats};
+pub use urgency::Urgency;
 
 use crate::error::Result;
 
@@ -57,6 +61,8 @@ pub struct IoRequest {
     pub column: u32,
     /// Direct or indirect.
     pub kind: RequestKind,
+    /// Set when a decoder waits for the page the request serves (see [`Urgency`]).
+    pub urgency: Option<Urgency>,
 }
 
 impl IoRequest {

@@ -13,7 +13,7 @@ use std::sync::{Arc, Mutex, OnceLock};
 use bytes::Bytes;
 use futures::future::{BoxFuture, FutureExt, Shared};
 
-use super::{EncodingsIo, IndirectHint, IoFuture, IoRequest, Priority, RequestKind};
+use super::{EncodingsIo, IndirectHint, IoFuture, IoRequest, Priority, RequestKind, Urgency};
 use crate::error::{Error, Result};
 
 type SharedBuffers = Shared<BoxFuture<'static, Result<Arc<Vec<Bytes>>>>>;
@@ -23,6 +23,7 @@ pub struct PageIo {
     io: Arc<dyn EncodingsIo>,
     priority: Priority,
     column: u32,
+    urgency: Urgency,
     /// Ranges asked for so far; guarded because `submit` takes `&self`.
     ranges: Mutex<Vec<Range<u64>>>,
     /// The combined request, set by [`PageIo::finish`].
@@ -39,6 +40,7 @@ impl PageIo {
             io,
             priority,
             column,
+            urgency: Urgency::new(),
             ranges: Mutex::new(Vec::new()),
             combined: Arc::new(OnceLock::new()),
             indirect: Mutex::new(Vec::new()),
@@ -53,6 +55,12 @@ impl PageIo {
     /// The column being scheduled.
     pub fn column(&self) -> u32 {
         self.column
+    }
+
+    /// The page's urgency flag, shared by all its requests; the decoder sets it when it waits
+    /// for the page.
+    pub fn urgency(&self) -> &Urgency {
+        &self.urgency
     }
 
     /// Asks for `ranges`; the future resolves to one buffer per range once the page's combined
@@ -75,7 +83,7 @@ impl PageIo {
 
     /// A handle for the follow-up requests of an indirect step of this page.
     pub fn follow_up(&self) -> FollowUpIo {
-        FollowUpIo { io: self.io.clone(), priority: self.priority, column: self.column }
+        FollowUpIo { io: self.io.clone(), priority: self.priority, column: self.column, urgency: self.urgency.clone() }
     }
 
     /// Runs an indirect step apart from the scheduling loop (see [`EncodingsIo::spawn_indirect`])
@@ -94,7 +102,13 @@ impl PageIo {
         let future = if ranges.is_empty() {
             futures::future::ready(Ok(Arc::new(Vec::new()))).boxed().shared()
         } else {
-            let request = IoRequest { ranges, priority: self.priority, column: self.column, kind: RequestKind::Direct };
+            let request = IoRequest {
+                ranges,
+                priority: self.priority,
+                column: self.column,
+                kind: RequestKind::Direct,
+                urgency: Some(self.urgency.clone()),
+            };
             self.io.submit(request).map(|r| r.map(Arc::new)).boxed().shared()
         };
         // `finish` consumes the handle, so the cell is set exactly once.
@@ -112,11 +126,32 @@ pub struct FollowUpIo {
     io: Arc<dyn EncodingsIo>,
     priority: Priority,
     column: u32,
+    urgency: Urgency,
 }
 
 impl FollowUpIo {
     /// Submits `ranges` as one indirect request.
     pub fn submit(&self, ranges: Vec<Range<u64>>) -> IoFuture {
-        self.io.submit(IoRequest { ranges, priority: self.priority, column: self.column, kind: RequestKind::Indirect })
+        self.io.submit(IoRequest {
+            ranges,
+            priority: self.priority,
+            column: self.column,
+            kind: RequestKind::Indirect,
+            urgency: Some(self.urgency.clone()),
+        })
+    }
+}
+
+/// Marks every request it passes on as indirect: the I/O of items scheduled from offsets read
+/// earlier.
+pub struct IndirectIo(pub Arc<dyn EncodingsIo>);
+
+impl EncodingsIo for IndirectIo {
+    fn submit(&self, request: IoRequest) -> IoFuture {
+        self.0.submit(IoRequest { kind: RequestKind::Indirect, ..request })
+    }
+
+    fn spawn_indirect(&self, hint: IndirectHint, step: BoxFuture<'static, ()>) {
+        self.0.spawn_indirect(hint, step);
     }
 }

@@ -14,7 +14,10 @@
 //!   the lowest priority holding a reservation (or nothing is reserved at all).
 //!
 //! The second arm is the *bypass*: the budget may be exceeded, but only by a read at least as
-//! urgent as everything already buffered. Without it a request the decoder waits for (list
+//! urgent as everything already buffered. A request whose [`Urgency`](super::Urgency) is set —
+//! a decoder is waiting for it — also goes past the budget when the head of the queue is held
+//! back by it (counted in [`IoStats::urgent_reads`]); that covers requests whose priority is an
+//! estimate, which the priority bypass alone could leave behind later rows. Without it a request the decoder waits for (list
 //! items or string data found through indirect I/O, or a page larger than the budget) could sit
 //! behind a buffer full of later rows that the decoder will never take before it: a deadlock.
 //! With it, buffered bytes exceed the budget by at most the reads of the lowest rows. Each
@@ -89,8 +92,11 @@ pub struct IoStats {
     pub bytes_read: u64,
     /// The largest number of bytes reserved at any moment.
     pub peak_reserved_bytes: u64,
-    /// Reads issued over the budget by the priority bypass.
+    /// Reads issued over the budget (by the priority bypass or because a decoder waited).
     pub bypassed_reads: u64,
+    /// Reads issued past the budget (and ahead of the queue) only because a decoder was
+    /// waiting for them: the priority bypass would not have let them through.
+    pub urgent_reads: u64,
 }
 
 #[derive(Default)]
@@ -101,6 +107,7 @@ struct Counters {
     bytes_read: AtomicU64,
     peak_reserved_bytes: AtomicU64,
     bypassed_reads: AtomicU64,
+    urgent_reads: AtomicU64,
 }
 
 /// Runs the reads of one file by priority with a bounded depth and a byte budget.
@@ -123,6 +130,10 @@ struct Inner {
 #[derive(Default)]
 struct State {
     queue: BinaryHeap<Reverse<QueuedRead>>,
+    /// Reads a decoder is waiting for: issued past the budget when the head of `queue` is held
+    /// back by it. A read may be in both queues; whichever reaches it first issues it, the
+    /// other skips it.
+    urgent: BinaryHeap<Reverse<QueuedRead>>,
     next_seq: u64,
     in_flight: usize,
     reserved_bytes: u64,
@@ -164,6 +175,8 @@ struct PendingRequest {
 
 struct Progress {
     results: Vec<Option<Bytes>>,
+    /// Which reads have been issued.
+    issued: Vec<bool>,
     remaining: usize,
     /// Bytes and number of this request's reads that hold a reservation.
     reserved_bytes: u64,
@@ -253,6 +266,7 @@ impl IoScheduler {
             bytes_read: c.bytes_read.load(Ordering::Relaxed),
             peak_reserved_bytes: c.peak_reserved_bytes.load(Ordering::Relaxed),
             bypassed_reads: c.bypassed_reads.load(Ordering::Relaxed),
+            urgent_reads: c.urgent_reads.load(Ordering::Relaxed),
         }
     }
 
@@ -280,6 +294,7 @@ impl EncodingsIo for IoScheduler {
             ranges: request.ranges,
             progress: Mutex::new(Progress {
                 results: vec![None; reads.len()],
+                issued: vec![false; reads.len()],
                 remaining: reads.len(),
                 reserved_bytes: 0,
                 reserved_reads: 0,
@@ -302,6 +317,17 @@ impl EncodingsIo for IoScheduler {
             }
             inner.dispatch_locked(&mut state);
         }
+        if let Some(urgency) = request.urgency {
+            // Registered after the lock is released: if the flag is already set, the listener
+            // runs at once and takes the lock itself.
+            let scheduler = Arc::downgrade(inner);
+            let waiting = Arc::downgrade(&pending);
+            urgency.on_set(move || {
+                if let (Some(inner), Some(request)) = (scheduler.upgrade(), waiting.upgrade()) {
+                    inner.promote(&request);
+                }
+            });
+        }
         let location = inner.reader.location().to_string();
         Box::pin(receiver.map(move |received| match received {
             Ok(Ok(delivery)) => Ok(delivery.buffers),
@@ -322,49 +348,105 @@ impl Inner {
         self.state.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
     }
 
-    /// Issues reads from the head of the queue while the depth and budget allow.
+    /// Moves the reads of `request` not yet issued to the urgent queue.
+    fn promote(self: &Arc<Self>, request: &Arc<PendingRequest>) {
+        let mut state = self.lock_state();
+        {
+            let progress = lock(&request.progress);
+            if progress.abandoned {
+                return;
+            }
+            for (index, issued) in progress.issued.iter().enumerate() {
+                if !issued {
+                    let seq = state.next_seq;
+                    state.next_seq += 1;
+                    state.urgent.push(Reverse(QueuedRead {
+                        priority: request.priority,
+                        seq,
+                        index,
+                        request: request.clone(),
+                    }));
+                }
+            }
+        }
+        self.dispatch_locked(&mut state);
+    }
+
+    /// Issues reads until `io_depth` are in flight: from the head of the queue while the budget
+    /// (or the priority bypass) allows, then, once the head is held back by the budget, reads a
+    /// decoder is waiting for. Urgent reads therefore never change the order of reads the budget
+    /// lets through anyway.
     fn dispatch_locked(self: &Arc<Self>, state: &mut State) {
         while state.in_flight < self.options.io_depth {
-            let Some(Reverse(head)) = state.queue.peek() else { break };
-            let request = head.request.clone();
-            let mut progress = lock(&request.progress);
-            if progress.abandoned || progress.sender.as_ref().is_none_or(|s| s.is_closed()) {
-                progress.abandoned = true;
-                let (bytes, reads) = (progress.reserved_bytes, progress.reserved_reads);
-                progress.reserved_bytes = 0;
-                progress.reserved_reads = 0;
-                drop(progress);
-                release_locked(state, request.priority, bytes, reads);
-                state.queue.pop();
-                continue;
+            if let Some(Reverse(head)) = state.queue.peek() {
+                let (request, index) = (head.request.clone(), head.index);
+                match self.try_issue_locked(state, &request, index, false) {
+                    Issue::Skipped | Issue::Issued => {
+                        state.queue.pop();
+                        continue;
+                    }
+                    Issue::HeldBack => {}
+                }
             }
-            let read = request.reads[head.index].clone();
-            let len = read.end - read.start;
-            let fits = state.reserved_bytes.saturating_add(len) <= self.options.buffer_bytes;
-            let most_urgent =
-                state.reserved_priorities.first_key_value().is_none_or(|(lowest, _)| request.priority <= *lowest);
-            if !fits && !most_urgent {
-                break;
-            }
-            if !fits {
-                self.counters.bypassed_reads.fetch_add(1, Ordering::Relaxed);
-            }
-            let index = head.index;
-            state.queue.pop();
-            progress.reserved_bytes += len;
-            progress.reserved_reads += 1;
-            drop(progress);
-            state.in_flight += 1;
-            state.reserved_bytes += len;
-            *state.reserved_priorities.entry(request.priority).or_default() += 1;
-            self.counters.peak_reserved_bytes.fetch_max(state.reserved_bytes, Ordering::Relaxed);
-            self.counters.reads.fetch_add(1, Ordering::Relaxed);
-            let inner = self.clone();
-            self.runtime.spawn(async move {
-                let result = inner.reader.get_range(read).await;
-                inner.complete(request, index, result);
-            });
+            let Some(Reverse(read)) = state.urgent.peek() else { break };
+            let (request, index) = (read.request.clone(), read.index);
+            state.urgent.pop();
+            self.try_issue_locked(state, &request, index, true);
         }
+    }
+
+    /// Issues read `index` of `request` unless it was issued already or its request abandoned,
+    /// or (unless `urgent`) the budget holds it back.
+    fn try_issue_locked(
+        self: &Arc<Self>,
+        state: &mut State,
+        request: &Arc<PendingRequest>,
+        index: usize,
+        urgent: bool,
+    ) -> Issue {
+        let mut progress = lock(&request.progress);
+        if progress.abandoned || progress.sender.as_ref().is_none_or(|s| s.is_closed()) {
+            progress.abandoned = true;
+            let (bytes, reads) = (progress.reserved_bytes, progress.reserved_reads);
+            progress.reserved_bytes = 0;
+            progress.reserved_reads = 0;
+            drop(progress);
+            release_locked(state, request.priority, bytes, reads);
+            return Issue::Skipped;
+        }
+        if progress.issued[index] {
+            return Issue::Skipped;
+        }
+        let read = request.reads[index].clone();
+        let len = read.end - read.start;
+        let fits = state.reserved_bytes.saturating_add(len) <= self.options.buffer_bytes;
+        let most_urgent =
+            state.reserved_priorities.first_key_value().is_none_or(|(lowest, _)| request.priority <= *lowest);
+        if !fits && !most_urgent && !urgent {
+            return Issue::HeldBack;
+        }
+        if !fits {
+            self.counters.bypassed_reads.fetch_add(1, Ordering::Relaxed);
+            if urgent && !most_urgent {
+                self.counters.urgent_reads.fetch_add(1, Ordering::Relaxed);
+            }
+        }
+        progress.issued[index] = true;
+        progress.reserved_bytes += len;
+        progress.reserved_reads += 1;
+        drop(progress);
+        state.in_flight += 1;
+        state.reserved_bytes += len;
+        *state.reserved_priorities.entry(request.priority).or_default() += 1;
+        self.counters.peak_reserved_bytes.fetch_max(state.reserved_bytes, Ordering::Relaxed);
+        self.counters.reads.fetch_add(1, Ordering::Relaxed);
+        let inner = self.clone();
+        let request = request.clone();
+        self.runtime.spawn(async move {
+            let result = inner.reader.get_range(read).await;
+            inner.complete(request, index, result);
+        });
+        Issue::Issued
     }
 
     fn complete(self: &Arc<Self>, request: Arc<PendingRequest>, index: usize, result: Result<Bytes>) {
@@ -420,6 +502,16 @@ impl Inner {
         }
         self.dispatch_locked(&mut state);
     }
+}
+
+/// What became of a read the dispatcher looked at.
+enum Issue {
+    /// Issued now.
+    Issued,
+    /// Nothing to do: issued earlier, or its request was abandoned.
+    Skipped,
+    /// Held back by the byte budget.
+    HeldBack,
 }
 
 fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
@@ -508,7 +600,13 @@ mod tests {
     }
 
     fn request(range: Range<u64>, priority: u64) -> IoRequest {
-        IoRequest { ranges: vec![range], priority: Priority(priority), column: 0, kind: RequestKind::Direct }
+        IoRequest {
+            ranges: vec![range],
+            priority: Priority(priority),
+            column: 0,
+            kind: RequestKind::Direct,
+            urgency: None,
+        }
     }
 
     const OPTS: IoOptions =

@@ -6,12 +6,14 @@ use std::sync::Arc;
 
 use tokio::sync::mpsc;
 
-use super::RowSelection;
-use crate::encodings::PageLoad;
+use futures::future::BoxFuture;
+
+use super::{RowPriority, RowSelection};
+use crate::encodings::PageDecoder;
 use crate::encodings::physical::{PageContext, page_scheduler};
 use crate::error::{Result, ensure};
 use crate::format::proto::{ColumnMetadata, PageMetadata};
-use crate::io::{EncodingsIo, PageIo, Priority};
+use crate::io::{EncodingsIo, PageIo, Priority, Urgency};
 
 /// The decoded metadata of one column, with each page's first row.
 #[derive(Debug)]
@@ -22,6 +24,8 @@ pub struct ColumnPages {
     pub pages: Vec<PageMetadata>,
     /// First row of each page, plus the total row count at the end.
     starts: Vec<u64>,
+    /// For list offsets: first item of each page, plus the total item count at the end.
+    item_starts: Vec<u64>,
     /// End of the region where page buffers may lie.
     pub data_end: u64,
 }
@@ -32,16 +36,19 @@ impl ColumnPages {
     /// # Errors
     /// [`crate::Error::Corrupt`] if the page row counts overflow.
     pub fn try_new(column: u32, metadata: ColumnMetadata, data_end: u64) -> Result<Self> {
+        let overflow = || crate::Error::corrupt("", format!("row or item counts of column {column} overflow"));
         let mut starts = Vec::with_capacity(metadata.pages.len() + 1);
-        let mut total = 0u64;
+        let mut item_starts = Vec::with_capacity(metadata.pages.len() + 1);
+        let (mut rows, mut items) = (0u64, 0u64);
         starts.push(0);
+        item_starts.push(0);
         for page in &metadata.pages {
-            total = total
-                .checked_add(page.num_rows)
-                .ok_or_else(|| crate::Error::corrupt("", format!("row counts of column {column} overflow")))?;
-            starts.push(total);
+            rows = rows.checked_add(page.num_rows).ok_or_else(overflow)?;
+            items = items.checked_add(page.num_items).ok_or_else(overflow)?;
+            starts.push(rows);
+            item_starts.push(items);
         }
-        Ok(Self { column, pages: metadata.pages, starts, data_end })
+        Ok(Self { column, pages: metadata.pages, starts, item_starts, data_end })
     }
 
     /// Total number of values in the column.
@@ -52,6 +59,21 @@ impl ColumnPages {
     /// Rows of page `index`.
     pub fn page_rows(&self, index: usize) -> Range<u64> {
         self.starts[index]..self.starts[index + 1]
+    }
+
+    /// Total number of items of a column of list offsets (the sum of its pages' `num_items`).
+    pub fn num_items(&self) -> u64 {
+        self.item_starts.last().copied().unwrap_or(0)
+    }
+
+    /// Items of page `index` of a column of list offsets.
+    pub fn page_items(&self, index: usize) -> Range<u64> {
+        self.item_starts[index]..self.item_starts[index + 1]
+    }
+
+    /// Total bytes of the column's page buffers.
+    pub fn num_bytes(&self) -> u64 {
+        self.pages.iter().flat_map(|p| &p.buffers).map(|b| b.size).fold(0u64, u64::saturating_add)
     }
 
     /// The pages overlapping `selection`, each with its selected rows (relative to the page).
@@ -89,12 +111,15 @@ impl ColumnPages {
     }
 }
 
-/// A scheduled page on its way to a decoder.
-pub struct ScheduledPage {
+/// A scheduled page on its way to a decoder: `T` is what the page's load resolves to (a
+/// [`PageDecoder`](crate::encodings::PageDecoder), or more for pages of lists).
+pub struct ScheduledPage<T = Box<dyn PageDecoder>> {
     /// Number of selected rows in the page.
     pub num_rows: u64,
-    /// The future of the page's decoder.
-    pub load: PageLoad,
+    /// The future of the loaded page.
+    pub load: BoxFuture<'static, Result<T>>,
+    /// Set by the decoder when it waits for the page.
+    pub urgency: Urgency,
 }
 
 /// Schedules the pages of one column, one at a time, in row order.
@@ -107,49 +132,86 @@ pub trait ColumnJob: Send {
     fn schedule_next(&mut self, io: &Arc<dyn EncodingsIo>) -> Result<()>;
 }
 
-/// The [`ColumnJob`] of a column whose rows are top-level rows.
-pub struct TopLevelColumnJob {
+/// The selected pages of a column not yet scheduled, in order, with their priorities.
+pub struct PendingPages {
     column: Arc<ColumnPages>,
-    /// Selected pages not yet scheduled, with their page-relative row ranges.
-    pending: VecDeque<(usize, Vec<Range<u64>>)>,
-    sender: mpsc::UnboundedSender<ScheduledPage>,
+    pages: VecDeque<(usize, Vec<Range<u64>>)>,
+    priority: Arc<RowPriority>,
 }
 
-impl TopLevelColumnJob {
-    /// A job scheduling the pages of `column` that hold rows of `selection`, sending them to
-    /// `sender`.
-    pub fn new(
-        column: Arc<ColumnPages>,
-        selection: &RowSelection,
-        sender: mpsc::UnboundedSender<ScheduledPage>,
-    ) -> Self {
-        let pending = column.select(selection).into();
-        Self { column, pending, sender }
+impl PendingPages {
+    /// The pages of `column` holding rows of `selection` (rows of the column, mapped to
+    /// top-level rows by `priority`).
+    pub fn new(column: Arc<ColumnPages>, selection: &RowSelection, priority: Arc<RowPriority>) -> Self {
+        let pages = column.select(selection).into();
+        Self { column, pages, priority }
+    }
+
+    /// The column.
+    pub fn column(&self) -> &Arc<ColumnPages> {
+        &self.column
+    }
+
+    /// The rows' mapping to top-level rows.
+    pub fn row_priority(&self) -> &Arc<RowPriority> {
+        &self.priority
+    }
+
+    /// The priority of the next page: the top-level row of its first selected row.
+    pub fn next_priority(&self) -> Option<Priority> {
+        self.pages.front().map(|(index, ranges)| {
+            self.priority.priority(self.column.page_rows(*index).start + ranges.first().map_or(0, |r| r.start))
+        })
+    }
+
+    /// The next page, its selected rows (relative to the page) and its priority.
+    pub fn pop(&mut self) -> Option<(usize, Vec<Range<u64>>, Priority)> {
+        let priority = self.next_priority()?;
+        let (index, ranges) = self.pages.pop_front()?;
+        Some((index, ranges, priority))
+    }
+
+    /// Forgets the remaining pages (their decoder is gone).
+    pub fn clear(&mut self) {
+        self.pages.clear();
     }
 }
 
-impl ColumnJob for TopLevelColumnJob {
+/// The [`ColumnJob`] of a column of values (or of a struct's validity): each page's scheduler
+/// tree submits its reads, and the decoder receives the page's [`PageDecoder`] future.
+pub struct ValuesColumnJob {
+    pages: PendingPages,
+    sender: mpsc::UnboundedSender<ScheduledPage>,
+}
+
+impl ValuesColumnJob {
+    /// A job scheduling `pages`, sending them to `sender`.
+    pub fn new(pages: PendingPages, sender: mpsc::UnboundedSender<ScheduledPage>) -> Self {
+        Self { pages, sender }
+    }
+}
+
+impl ColumnJob for ValuesColumnJob {
     fn next_priority(&self) -> Option<Priority> {
-        self.pending.front().map(|(index, ranges)| {
-            Priority(self.column.page_rows(*index).start + ranges.first().map_or(0, |r| r.start))
-        })
+        self.pages.next_priority()
     }
 
     fn schedule_next(&mut self, io: &Arc<dyn EncodingsIo>) -> Result<()> {
         if self.sender.is_closed() {
             // The decoder is gone (the read was dropped): schedule nothing more.
-            self.pending.clear();
+            self.pages.clear();
             return Ok(());
         }
-        let Some(priority) = self.next_priority() else { return Ok(()) };
-        let Some((index, ranges)) = self.pending.pop_front() else { return Ok(()) };
-        let scheduler = self.column.page_scheduler(index)?;
-        let page_io = PageIo::new(io.clone(), priority, self.column.column);
+        let Some((index, ranges, priority)) = self.pages.pop() else { return Ok(()) };
+        let column = self.pages.column();
+        let scheduler = column.page_scheduler(index)?;
+        let page_io = PageIo::new(io.clone(), priority, column.column);
         let load = scheduler.schedule_ranges(&ranges, &page_io);
+        let urgency = page_io.urgency().clone();
         page_io.finish();
         let num_rows = ranges.iter().map(|r| r.end - r.start).sum();
         // A closed channel means the decoder is gone (the read was dropped): nothing to do.
-        let _ = self.sender.send(ScheduledPage { num_rows, load });
+        let _ = self.sender.send(ScheduledPage { num_rows, load, urgency });
         Ok(())
     }
 }

@@ -1,16 +1,17 @@
-//! The field scheduler of flat fields: one column, one job, one decoder.
+//! The field scheduler of fields stored in one column of values: flat types and fixed-size
+//! lists of fixed-width values.
 
 use std::sync::Arc;
 
 use arrow_schema::FieldRef;
 use tokio::sync::mpsc;
 
-use super::column::TopLevelColumnJob;
-use super::{ColumnPages, FieldScheduler, ReadContext, RowSelection, StartedField};
+use super::column::{PendingPages, ValuesColumnJob};
+use super::{ColumnPages, FieldScheduler, ReadContext, RowPriority, RowSelection, StartedField};
 use crate::decoder::PrimitiveFieldDecoder;
 use crate::error::Result;
 
-/// Schedules a flat field stored in one top-level column.
+/// Schedules a field stored in one column of values.
 pub struct PrimitiveFieldScheduler {
     field: FieldRef,
     column: Arc<ColumnPages>,
@@ -24,9 +25,15 @@ impl PrimitiveFieldScheduler {
 }
 
 impl FieldScheduler for PrimitiveFieldScheduler {
-    fn start(&self, selection: &Arc<RowSelection>, context: &ReadContext) -> Result<StartedField> {
+    fn start(
+        &self,
+        selection: &Arc<RowSelection>,
+        priority: &Arc<RowPriority>,
+        context: &ReadContext,
+    ) -> Result<StartedField> {
         let (sender, receiver) = mpsc::unbounded_channel();
-        let job = TopLevelColumnJob::new(self.column.clone(), selection, sender);
+        let pages = PendingPages::new(self.column.clone(), selection, priority.clone());
+        let job = ValuesColumnJob::new(pages, sender);
         let decoder = PrimitiveFieldDecoder::new(self.field.data_type().clone(), receiver, context.clone());
         Ok((vec![Box::new(job)], Box::new(decoder)))
     }

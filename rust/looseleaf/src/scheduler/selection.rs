@@ -64,6 +64,16 @@ impl RowSelection {
         self.ranges.iter().map(|r| r.end - r.start).sum()
     }
 
+    /// The items of the selected rows of fixed-size lists of `dimension` items.
+    pub fn scaled(&self, dimension: u64) -> Self {
+        Self::from_sorted(self.ranges.iter().map(|r| r.start * dimension..r.end * dimension).collect())
+    }
+
+    /// A selection of sorted, possibly touching or empty ranges.
+    pub fn from_sorted_ranges(ranges: Vec<Range<u64>>) -> Self {
+        Self::from_sorted(ranges)
+    }
+
     /// The selected rows within `span`, relative to `span.start`.
     pub fn within(&self, span: Range<u64>) -> Vec<Range<u64>> {
         let first = self.ranges.partition_point(|r| r.end <= span.start);

@@ -1,5 +1,6 @@
-//! Flat Arrow types (fixed-width primitives, booleans, strings and binaries of every offset
-//! width and the view variants, the null type) to and from [`DataBlock`]s.
+//! Arrow types stored in one column of values (fixed-width primitives, booleans, strings and
+//! binaries of every offset width and the view variants, the null type, and fixed-size lists of
+//! fixed-width values through [`super::fixed_size_list`]) to and from [`DataBlock`]s.
 //!
 //! | Arrow type | block |
 //! |---|---|
@@ -21,6 +22,7 @@ use arrow_buffer::{Buffer, MutableBuffer, NullBuffer};
 use arrow_data::ArrayDataBuilder;
 use arrow_schema::DataType;
 
+use super::fixed_size_list::{self, row_bits};
 use crate::encodings::{DataBlock, FixedWidthBlock, VariableWidthBlock};
 use crate::error::{Error, Result, bail, ensure};
 use crate::format::schema::{fixed_width_bits, is_variable_width};
@@ -44,6 +46,9 @@ pub fn array_to_block(array: &dyn Array) -> Result<DataBlock> {
 fn values_to_block(array: &dyn Array) -> Result<DataBlock> {
     let data_type = array.data_type();
     let len = array.len() as u64;
+    if let DataType::FixedSizeList(..) = data_type {
+        return fixed_size_list::values_to_block(array.as_fixed_size_list());
+    }
     if let DataType::Boolean = data_type {
         return Ok(DataBlock::Boolean(array.as_boolean().values().clone()));
     }
@@ -148,6 +153,8 @@ fn block_kind(block: &DataBlock) -> &'static str {
         DataBlock::Boolean(_) => "bits",
         DataBlock::FixedWidth(_) => "fixed width",
         DataBlock::VariableWidth(_) => "variable width",
+        DataBlock::ListOffsets(_) => "list offsets",
+        DataBlock::FixedSizeList { .. } => "fixed-size lists",
     }
 }
 
@@ -206,7 +213,7 @@ pub fn encoded_size(array: &dyn Array) -> u64 {
 fn values_size(array: &dyn Array, start: usize, end: usize) -> u64 {
     let rows = (end - start) as u64;
     let data_type = array.data_type();
-    if let Some(bits) = fixed_width_bits(data_type) {
+    if let Some(bits) = row_bits(data_type) {
         return (rows * bits).div_ceil(8);
     }
     let data_bytes = match data_type {
@@ -238,7 +245,7 @@ pub fn rows_within(array: &dyn Array, budget: u64) -> usize {
         return 0;
     }
     let per_row_validity = if array.null_count() > 0 { 1.0 / 8.0 } else { 0.0 };
-    if let Some(bits) = fixed_width_bits(array.data_type()) {
+    if let Some(bits) = row_bits(array.data_type()) {
         let per_row = bits as f64 / 8.0 + per_row_validity;
         return ((budget as f64 / per_row) as usize).clamp(1, len);
     }

@@ -11,9 +11,13 @@
 //! | [`binary`] | offsets, data | two dependent reads: two offsets, then the bytes |
 //! | [`nullable`] | validity bitmap + child | the child's cost plus one byte |
 //! | all-null | none | none |
+//! | [`list_offsets`] | offsets | one read of two offsets (the items are in other columns) |
+//! | [`fixed_size_list`] | the child's | the child's, for `dimension` values |
 
 pub mod binary;
 pub mod bitmap;
+pub mod fixed_size_list;
+pub mod list_offsets;
 pub mod nullable;
 pub mod plain;
 
@@ -78,6 +82,8 @@ pub fn page_scheduler(encoding: Option<&proto::Encoding>, page: &PageContext) ->
         Kind::Nullable(nullable) => Box::new(nullable::NullableScheduler::try_new(nullable, page)?),
         Kind::AllNull(_) => Box::new(nullable::AllNullScheduler::new(page.num_rows)),
         Kind::Binary(binary) => Box::new(binary::BinaryScheduler::try_new(binary, page)?),
+        Kind::ListOffsets(offsets) => Box::new(list_offsets::ListOffsetsScheduler::try_new(offsets, page)?),
+        Kind::FixedSizeList(list) => Box::new(fixed_size_list::FixedSizeListScheduler::try_new(list, page)?),
     })
 }
 
@@ -108,6 +114,29 @@ pub fn encode_block(block: DataBlock, buffers: &mut Vec<Buffer>) -> Result<proto
             let data_buffer = push(buffers, block.data);
             Kind::Binary(proto::BinaryEncoding { bits_per_offset: block.bits_per_offset, offsets_buffer, data_buffer })
         }
+        DataBlock::ListOffsets(block) => {
+            // Pages store offsets starting at zero, 32 bits wide when the items allow.
+            let offsets = block.to_u64()?;
+            let first = offsets.first().copied().unwrap_or(0);
+            let last = offsets.last().copied().unwrap_or(0);
+            let (buffer, bits_per_offset) = if last - first <= u32::MAX as u64 {
+                (Buffer::from_vec(offsets.iter().map(|o| (o - first) as u32).collect::<Vec<u32>>()), 32)
+            } else {
+                (Buffer::from_vec(offsets.iter().map(|o| o - first).collect::<Vec<u64>>()), 64)
+            };
+            Kind::ListOffsets(proto::ListOffsetsEncoding { bits_per_offset, buffer: push(buffers, buffer) })
+        }
+        DataBlock::FixedSizeList { dimension, values } => match *values {
+            // Byte-wide values without nulls: one plain buffer of `dimension`-times wider values.
+            DataBlock::FixedWidth(block) => Kind::Plain(proto::PlainEncoding {
+                bits_per_value: block.bits_per_value * dimension,
+                buffer: push(buffers, block.data),
+            }),
+            values => Kind::FixedSizeList(proto::FixedSizeListEncoding {
+                dimension,
+                values: Some(Box::new(encode_block(values, buffers)?)),
+            }),
+        },
     };
     Ok(proto::Encoding { kind: Some(kind) })
 }
@@ -126,5 +155,7 @@ pub fn describe(encoding: Option<&proto::Encoding>) -> String {
         Some(Kind::Nullable(n)) => format!("nullable({})", describe(n.values.as_deref())),
         Some(Kind::AllNull(_)) => "all_null".to_string(),
         Some(Kind::Binary(b)) => format!("binary(offsets={})", b.bits_per_offset),
+        Some(Kind::ListOffsets(o)) => format!("list_offsets({})", o.bits_per_offset),
+        Some(Kind::FixedSizeList(f)) => format!("fixed_size_list({}, {})", f.dimension, describe(f.values.as_deref())),
     }
 }

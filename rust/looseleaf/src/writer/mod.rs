@@ -5,25 +5,28 @@
 //! page is cut into pages directly. Memory is therefore bounded by about one page per column,
 //! whatever the batch sizes.
 //!
+//! Nested fields are split into their columns first ([`shred`]): struct children and list
+//! items go to their own columns, with struct validity and list lengths in the parent's.
+//!
 //! The file goes through an object store multipart upload, which makes it visible under its
 //! name only when [`FileWriter::finish`] completes (the local store writes a staging file and
 //! renames it). A writer dropped or aborted before that leaves nothing a reader would open.
 
 use std::sync::Arc;
 
-use arrow_array::{Array, ArrayRef, RecordBatch, make_array};
-use arrow_buffer::Buffer;
-use arrow_data::transform::MutableArrayData;
-use arrow_schema::{DataType, SchemaRef};
+use arrow_array::{Array, RecordBatch};
+use arrow_schema::SchemaRef;
 use object_store::path::Path;
 use object_store::{ObjectStore, WriteMultipart};
 
-use crate::encodings::logical::primitive::{array_to_block, encoded_size, rows_within};
-use crate::encodings::physical::encode_block;
+mod column;
+mod shred;
+
 use crate::error::{Error, Result, bail, ensure};
 use crate::format::proto::{BufferLocation, ColumnMetadata, Footer, PageMetadata};
 use crate::format::schema::{FieldColumns, assign_columns, schema_to_proto};
 use crate::format::{self, BUFFER_ALIGNMENT, ColumnEntry, FileTail, MAJOR_VERSION, MINOR_VERSION};
+use column::{ColumnWriter, EncodedPage};
 
 /// Default target size of a page: 8 MiB.
 pub const DEFAULT_PAGE_SIZE: u64 = 8 * 1024 * 1024;
@@ -67,15 +70,6 @@ impl std::fmt::Debug for FileWriter {
     }
 }
 
-/// The pages of one column being written.
-struct ColumnWriter {
-    data_type: DataType,
-    /// Arrays received and not yet written, holding less than a page.
-    pending: Vec<ArrayRef>,
-    pending_bytes: u64,
-    pages: Vec<PageMetadata>,
-}
-
 impl FileWriter {
     /// Starts writing a file of `schema` to `path` in `store`; `location` names the file in
     /// error messages.
@@ -93,15 +87,7 @@ impl FileWriter {
         let fields = assign_columns(&schema)?;
         // Check now that the footer can describe the schema, not after all the data is written.
         schema_to_proto(&schema)?;
-        let columns = fields
-            .iter()
-            .map(|f| ColumnWriter {
-                data_type: f.field.data_type().clone(),
-                pending: vec![],
-                pending_bytes: 0,
-                pages: vec![],
-            })
-            .collect();
+        let columns = shred::column_kinds(&fields)?.into_iter().map(ColumnWriter::new).collect();
         ensure!(options.page_size > 0, invalid, "page_size must be positive");
         let upload =
             store.put_multipart_opts(path, Default::default()).await.map_err(|e| Error::io(location.clone(), e))?;
@@ -162,9 +148,14 @@ impl FileWriter {
     }
 
     async fn write_columns(&mut self, batch: &RecordBatch) -> Result<()> {
-        for index in 0..self.fields.len() {
-            let array = batch.column(index).clone();
-            for page in self.columns[index].append(array, self.options.page_size) {
+        let mut arrays = Vec::with_capacity(self.columns.len());
+        for (tree, array) in self.fields.iter().zip(batch.columns()) {
+            shred::shred(tree, array, &mut arrays)?;
+        }
+        for (column, array) in arrays {
+            let index = column as usize;
+            let writer = self.columns.get_mut(index).ok_or_else(|| Error::Internal(format!("no column {column}")))?;
+            for page in writer.append(array, self.options.page_size) {
                 self.write_page(index, page?).await?;
             }
         }
@@ -290,6 +281,7 @@ impl FileWriter {
             num_rows: page.num_rows,
             buffers: locations,
             encoding: Some(page.encoding),
+            num_items: page.num_items,
         });
         Ok(())
     }
@@ -310,80 +302,4 @@ pub struct FinishedFile {
     pub num_rows: u64,
     /// Size of the file in bytes.
     pub num_bytes: u64,
-}
-
-/// An encoded page, ready to be written.
-struct EncodedPage {
-    num_rows: u64,
-    buffers: Vec<Buffer>,
-    encoding: crate::format::proto::Encoding,
-}
-
-fn encode_page(array: &dyn Array) -> Result<EncodedPage> {
-    let mut buffers = Vec::new();
-    let encoding = encode_block(array_to_block(array)?, &mut buffers)?;
-    Ok(EncodedPage { num_rows: array.len() as u64, buffers, encoding })
-}
-
-impl ColumnWriter {
-    /// Adds `array` and returns the pages that are now full, encoded.
-    fn append(&mut self, array: ArrayRef, page_size: u64) -> Vec<Result<EncodedPage>> {
-        let mut pages = Vec::new();
-        let mut array = array;
-        if array.is_empty() {
-            return pages;
-        }
-        if !self.pending.is_empty() {
-            let room = page_size.saturating_sub(self.pending_bytes);
-            let fits = rows_within(array.as_ref(), room);
-            if fits == array.len() && encoded_size(array.as_ref()) < room {
-                self.pending_bytes += encoded_size(array.as_ref());
-                self.pending.push(compact(array));
-                return pages;
-            }
-            self.pending.push(array.slice(0, fits));
-            pages.extend(self.flush());
-            array = array.slice(fits, array.len() - fits);
-        }
-        while !array.is_empty() && encoded_size(array.as_ref()) >= page_size {
-            let rows = rows_within(array.as_ref(), page_size);
-            pages.push(encode_page(&array.slice(0, rows)));
-            array = array.slice(rows, array.len() - rows);
-        }
-        if !array.is_empty() {
-            self.pending_bytes = encoded_size(array.as_ref());
-            self.pending.push(compact(array));
-        }
-        pages
-    }
-
-    /// Encodes the pending arrays as one page, if there are any.
-    fn flush(&mut self) -> Option<Result<EncodedPage>> {
-        if self.pending.is_empty() {
-            return None;
-        }
-        let pending = std::mem::take(&mut self.pending);
-        self.pending_bytes = 0;
-        let refs: Vec<&dyn Array> = pending.iter().map(|a| a.as_ref()).collect();
-        Some(arrow_select::concat::concat(&refs).map_err(Error::from).and_then(|array| {
-            ensure!(array.data_type() == &self.data_type, internal, "column received a different type");
-            encode_page(array.as_ref())
-        }))
-    }
-}
-
-/// Copies a slice out of a larger array so that buffering it does not keep the whole array
-/// alive (which would break the writer's memory bound).
-fn compact(array: ArrayRef) -> ArrayRef {
-    if array.get_buffer_memory_size() as u64 <= 2 * encoded_size(array.as_ref()) + 4096 {
-        return array;
-    }
-    let data = array.to_data();
-    let mut copy = MutableArrayData::new(vec![&data], false, array.len());
-    // Copying rows of an array into one of the same length cannot overflow its offsets; if it
-    // somehow did, keeping the slice is still correct, only less frugal.
-    match copy.try_extend(0, 0, array.len()) {
-        Ok(()) => make_array(copy.freeze()),
-        Err(_) => array,
-    }
 }

@@ -1,0 +1,68 @@
+//! The decoder of fixed-size lists stored as a validity column and an item field.
+
+use std::sync::Arc;
+
+use arrow_array::{ArrayRef, FixedSizeListArray};
+use arrow_schema::{DataType, FieldRef};
+use futures::future::BoxFuture;
+
+use super::r#struct::validity_from_pieces;
+use super::{DecodeTask, FieldDecoder, PageQueue};
+use crate::error::{Result, bail};
+use crate::scheduler::ReadContext;
+
+/// Decodes a fixed-size list from its validity column (if any) and its items' decoder.
+pub struct FixedSizeListFieldDecoder {
+    field: FieldRef,
+    validity: Option<PageQueue>,
+    items: Box<dyn FieldDecoder>,
+    dimension: u64,
+    location: Arc<str>,
+}
+
+impl FixedSizeListFieldDecoder {
+    /// A decoder of `field` (a fixed-size list of `dimension` items).
+    pub fn new(
+        field: FieldRef,
+        validity: Option<PageQueue>,
+        items: Box<dyn FieldDecoder>,
+        dimension: u64,
+        context: ReadContext,
+    ) -> Self {
+        Self { field, validity, items, dimension, location: context.location }
+    }
+}
+
+impl FieldDecoder for FixedSizeListFieldDecoder {
+    fn next_batch(&mut self, num_rows: u64) -> BoxFuture<'_, Result<DecodeTask>> {
+        Box::pin(async move {
+            let validity = async {
+                match &mut self.validity {
+                    Some(queue) => queue.next_rows(num_rows).await.map(Some),
+                    None => Ok(None),
+                }
+            };
+            let items = self.items.next_batch(num_rows * self.dimension);
+            let (validity, items) = futures::try_join!(validity, items)?;
+            let field = self.field.clone();
+            let location = self.location.clone();
+            let task: DecodeTask = Box::new(move || {
+                let decode = || -> Result<ArrayRef> {
+                    let nulls = match validity {
+                        Some(pieces) => validity_from_pieces(&pieces)?,
+                        None => None,
+                    };
+                    let DataType::FixedSizeList(item, size) = field.data_type() else {
+                        bail!(internal, "fixed-size list decoder of a {} field", field.data_type())
+                    };
+                    let values = items()?;
+                    let array =
+                        FixedSizeListArray::try_new_with_length(item.clone(), *size, values, nulls, num_rows as usize)?;
+                    Ok(Arc::new(array))
+                };
+                decode().map_err(|e| e.with_location(&location))
+            });
+            Ok(task)
+        })
+    }
+}

@@ -1,0 +1,195 @@
+//! Projections: which fields (or parts of nested fields) a read returns.
+//!
+//! A projection is a list of paths. A top-level field name selects the whole field (named twice,
+//! it is returned twice). A dotted path selects part of a struct: `meta.score` returns the field
+//! `meta` as a struct holding only `score`, reading only that child's columns (plus `meta`'s
+//! validity). Paths may continue through the items of lists and fixed-size lists of structs
+//! (`events.kind` returns `events` as a list of structs holding only `kind`). Several paths into
+//! the same field merge, children keeping the file's order. A name that contains dots is matched
+//! whole before it is split.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use arrow_schema::{DataType, Field, FieldRef};
+
+use crate::error::{Error, Result, bail};
+use crate::format::schema::{FieldColumns, Layout};
+
+/// What is selected of one field.
+#[derive(Debug, Clone, PartialEq)]
+enum Selection {
+    /// The whole field.
+    All,
+    /// Some children, by index.
+    Children(BTreeMap<usize, Selection>),
+}
+
+impl Selection {
+    fn merge(&mut self, chain: &[usize]) {
+        let Selection::Children(children) = self else { return };
+        match chain.split_first() {
+            None => *self = Selection::All,
+            Some((first, rest)) => {
+                children.entry(*first).or_insert_with(|| Selection::Children(BTreeMap::new())).merge(rest)
+            }
+        }
+    }
+}
+
+/// The column trees of the fields selected by `paths`, in the order first named.
+///
+/// # Errors
+/// [`Error::InvalidArgument`] for a path that names no field, or reaches inside a field stored
+/// in one column.
+pub fn project(fields: &[FieldColumns], paths: &[String]) -> Result<Vec<FieldColumns>> {
+    let mut outputs: Vec<(usize, Selection)> = Vec::new();
+    for path in paths {
+        let Some((top, chain)) = resolve(fields, path) else {
+            let known: Vec<&str> = fields.iter().map(|f| f.field.name().as_str()).collect();
+            return Err(Error::InvalidArgument(format!(
+                "unknown column {path:?} (the columns are: {}; nested fields are named parent.child)",
+                known.join(", ")
+            )));
+        };
+        if chain.is_empty() {
+            outputs.push((top, Selection::All));
+            continue;
+        }
+        let narrowed = outputs.iter().position(|(t, s)| *t == top && *s != Selection::All);
+        match narrowed {
+            Some(index) => outputs[index].1.merge(&chain),
+            None if outputs.iter().any(|(t, _)| *t == top) => {}
+            None => {
+                let mut selection = Selection::Children(BTreeMap::new());
+                selection.merge(&chain);
+                outputs.push((top, selection));
+            }
+        }
+    }
+    outputs.into_iter().map(|(top, selection)| prune(&fields[top], &selection, fields[top].field.name())).collect()
+}
+
+/// The top-level field and the chain of child indices a path names.
+fn resolve(fields: &[FieldColumns], path: &str) -> Option<(usize, Vec<usize>)> {
+    if let Some(top) = fields.iter().position(|f| f.field.name() == path) {
+        return Some((top, vec![]));
+    }
+    fields.iter().enumerate().find_map(|(top, tree)| {
+        let rest = path.strip_prefix(tree.field.name().as_str())?.strip_prefix('.')?;
+        resolve_in(tree, rest).map(|chain| (top, chain))
+    })
+}
+
+fn resolve_in(tree: &FieldColumns, path: &str) -> Option<Vec<usize>> {
+    for (index, child) in tree.children.iter().enumerate() {
+        let name = child.field.name().as_str();
+        if name == path {
+            return Some(vec![index]);
+        }
+        if let Some(rest) = path.strip_prefix(name).and_then(|r| r.strip_prefix('.'))
+            && let Some(mut chain) = resolve_in(child, rest)
+        {
+            chain.insert(0, index);
+            return Some(chain);
+        }
+    }
+    // Through the items of a list: `events.kind` means the `kind` of each item.
+    let list_like = matches!(Layout::of(tree.field.data_type()), Ok(Layout::List | Layout::FixedSizeList));
+    if let (true, [item]) = (list_like, tree.children.as_slice()) {
+        let mut chain = resolve_in(item, path)?;
+        chain.insert(0, 0);
+        return Some(chain);
+    }
+    None
+}
+
+/// The tree of `tree` keeping only `selection`, with its Arrow type narrowed to match.
+fn prune(tree: &FieldColumns, selection: &Selection, path: &str) -> Result<FieldColumns> {
+    let Selection::Children(chosen) = selection else { return Ok(tree.clone()) };
+    let field = &tree.field;
+    let layout = Layout::of(field.data_type())?;
+    if layout == Layout::Leaf {
+        bail!(invalid, "cannot select part of {path:?}: its {} values are stored together", field.data_type());
+    }
+    if let DataType::Map(..) = field.data_type() {
+        // A map's entries are always a key and a value.
+        return Ok(tree.clone());
+    }
+    let children = chosen
+        .iter()
+        .map(|(index, sub)| {
+            let child = &tree.children[*index];
+            prune(child, sub, &format!("{path}.{}", child.field.name()))
+        })
+        .collect::<Result<Vec<_>>>()?;
+    let child_fields: Vec<FieldRef> = children.iter().map(|c| c.field.clone()).collect();
+    let data_type = match (field.data_type(), child_fields.as_slice()) {
+        (DataType::Struct(_), _) => DataType::Struct(child_fields.clone().into()),
+        (DataType::List(_), [item]) => DataType::List(item.clone()),
+        (DataType::LargeList(_), [item]) => DataType::LargeList(item.clone()),
+        (DataType::FixedSizeList(_, n), [item]) => DataType::FixedSizeList(item.clone(), *n),
+        (other, _) => bail!(internal, "cannot narrow a {other}"),
+    };
+    let narrowed = Field::new(field.name(), data_type, field.is_nullable()).with_metadata(field.metadata().clone());
+    Ok(FieldColumns { field: Arc::new(narrowed), column: tree.column, children })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::format::schema::assign_columns;
+    use arrow_schema::Schema;
+
+    fn fields() -> Vec<FieldColumns> {
+        let meta = DataType::Struct(
+            vec![
+                Field::new("score", DataType::Float64, true),
+                Field::new("name", DataType::Utf8, true),
+                Field::new("inner", DataType::Struct(vec![Field::new("x", DataType::Int8, true)].into()), true),
+            ]
+            .into(),
+        );
+        let events = DataType::List(Arc::new(Field::new(
+            "item",
+            DataType::Struct(
+                vec![Field::new("kind", DataType::Utf8, true), Field::new("at", DataType::Int64, true)].into(),
+            ),
+            true,
+        )));
+        let schema = Schema::new(vec![
+            Field::new("id", DataType::Int64, false),
+            Field::new("meta", meta, true),
+            Field::new("events", events, true),
+            Field::new("dotted.name", DataType::Int8, true),
+        ]);
+        assign_columns(&schema).unwrap()
+    }
+
+    fn names(trees: &[FieldColumns]) -> Vec<String> {
+        trees.iter().map(|t| format!("{}:{}", t.field.name(), t.field.data_type())).collect()
+    }
+
+    #[test]
+    fn nested_paths_narrow_structs_and_list_items() {
+        let fields = fields();
+        let p = |paths: &[&str]| project(&fields, &paths.iter().map(|s| s.to_string()).collect::<Vec<_>>());
+        let out = p(&["meta.name", "id", "meta.score"]).unwrap();
+        assert_eq!(out[0].field.name(), "meta");
+        let DataType::Struct(children) = out[0].field.data_type() else { panic!() };
+        assert_eq!(children.iter().map(|f| f.name().as_str()).collect::<Vec<_>>(), vec!["score", "name"]);
+        assert_eq!(out[0].columns(), vec![fields[1].column.unwrap(), 2, 3]);
+        assert_eq!(out[1].field.name(), "id");
+
+        let out = p(&["events.kind"]).unwrap();
+        assert_eq!(names(&out), names(&p(&["events.item.kind"]).unwrap()));
+        assert_eq!(out[0].columns().len(), 3); // offsets, item validity, kind
+
+        assert_eq!(p(&["meta.inner.x"]).unwrap()[0].columns().len(), 3);
+        assert_eq!(p(&["meta", "meta.score"]).unwrap(), p(&["meta"]).unwrap());
+        assert_eq!(p(&["dotted.name"]).unwrap()[0].field.name(), "dotted.name");
+        assert_eq!(p(&["id", "id"]).unwrap().len(), 2);
+        assert!(p(&["meta.nope"]).is_err());
+        assert!(p(&["nope"]).is_err());
+    }
+}

@@ -1,0 +1,209 @@
+//! Lists, large lists and maps: the offsets column, and indirect I/O for the items.
+//!
+//! A page of list offsets says which items (rows of the item field's columns) its lists hold,
+//! but only once it is read — except when the whole page is read: its items are then all the
+//! items of the page, known from the metadata (`num_items`), and they are scheduled at once,
+//! in the same pass of the scheduling loop (no offsets-then-items round trip). Their priorities
+//! are interpolated between the page's first and last rows ([`RowPriority::Interpolated`]).
+//!
+//! When only some lists of a page are read, [`ListColumnJob`] schedules the offsets of those
+//! lists and hands a follow-up step to a separate task (the scheduling loop goes on): the step
+//! waits for the offsets, works out the items they point at, and schedules those items — with
+//! the exact top-level row each serves as priority ([`RowPriority::Items`]) and as indirect
+//! requests. Each level of list nesting adds one such step. The page's decoder receives the
+//! offsets and a decoder of exactly those items.
+
+use std::ops::Range;
+use std::sync::Arc;
+
+use arrow_schema::FieldRef;
+use futures::FutureExt;
+use tokio::sync::{mpsc, oneshot};
+
+use super::column::PendingPages;
+use super::{
+    ColumnJob, ColumnPages, FieldScheduler, ReadContext, RowPriority, RowSelection, StartedField, schedule_all,
+};
+use crate::decoder::{FieldDecoder, ListFieldDecoder, ListPage};
+use crate::encodings::PageDecoder;
+use crate::encodings::logical::list::{offset_bounds, offsets_from_block};
+use crate::error::{Error, Result, ensure};
+use crate::io::{EncodingsIo, IndirectIo, PageIo, Priority};
+
+/// Schedules a list field: its offsets column and, through it, its items.
+pub struct ListFieldScheduler {
+    field: FieldRef,
+    offsets: Arc<ColumnPages>,
+    items: Arc<dyn FieldScheduler>,
+    /// Bytes of all the items' columns: the bound a plan gives for an indirect step.
+    item_bytes: u64,
+}
+
+impl ListFieldScheduler {
+    /// The scheduler of `field`, with its offsets column and its items' scheduler.
+    pub fn new(field: FieldRef, offsets: Arc<ColumnPages>, items: Arc<dyn FieldScheduler>, item_bytes: u64) -> Self {
+        Self { field, offsets, items, item_bytes }
+    }
+}
+
+impl FieldScheduler for ListFieldScheduler {
+    fn start(
+        &self,
+        selection: &Arc<RowSelection>,
+        priority: &Arc<RowPriority>,
+        context: &ReadContext,
+    ) -> Result<StartedField> {
+        let (sender, receiver) = mpsc::unbounded_channel();
+        let job = ListColumnJob {
+            pages: PendingPages::new(self.offsets.clone(), selection, priority.clone()),
+            items: self.items.clone(),
+            item_bytes: self.item_bytes,
+            context: context.clone(),
+            sender,
+        };
+        let decoder = ListFieldDecoder::new(self.field.data_type().clone(), receiver, context.clone());
+        Ok((vec![Box::new(job)], Box::new(decoder)))
+    }
+}
+
+/// Schedules the pages of a list's offsets column and the items they hold.
+pub struct ListColumnJob {
+    pages: PendingPages,
+    items: Arc<dyn FieldScheduler>,
+    item_bytes: u64,
+    context: ReadContext,
+    sender: mpsc::UnboundedSender<super::ScheduledPage<ListPage>>,
+}
+
+impl ColumnJob for ListColumnJob {
+    fn next_priority(&self) -> Option<Priority> {
+        self.pages.next_priority()
+    }
+
+    fn schedule_next(&mut self, io: &Arc<dyn EncodingsIo>) -> Result<()> {
+        if self.sender.is_closed() {
+            self.pages.clear();
+            return Ok(());
+        }
+        let Some((index, ranges, priority)) = self.pages.pop() else { return Ok(()) };
+        let column = self.pages.column().clone();
+        let scheduler = column.page_scheduler(index)?;
+        let page_io = PageIo::new(io.clone(), priority, column.column);
+        let offsets = scheduler.schedule_ranges(&ranges, &page_io);
+        let urgency = page_io.urgency().clone();
+        let num_rows: u64 = ranges.iter().map(|r| r.end - r.start).sum();
+        let page_rows = column.page_rows(index);
+        let page_items = column.page_items(index);
+        let whole_page = matches!(ranges.as_slice(), [r] if r.start == 0 && r.end == page_rows.end - page_rows.start);
+
+        let load = if whole_page {
+            // The items are all of the page's: schedule them now, from the metadata alone.
+            page_io.finish();
+            let parent = self.pages.row_priority();
+            let item_priority = Arc::new(RowPriority::Interpolated {
+                first_item: page_items.start,
+                num_items: page_items.end - page_items.start,
+                first_row: parent.priority(page_rows.start).0,
+                last_row: parent.priority(page_rows.end.saturating_sub(1)).0,
+            });
+            let selection = Arc::new(RowSelection::range(page_items.clone()));
+            let (mut jobs, items) = self.items.start(&selection, &item_priority, &self.context)?;
+            schedule_all(&mut jobs, io)?;
+            let num_items = page_items.end - page_items.start;
+            async move {
+                let offsets = offsets.await?;
+                check_whole_page(offsets.as_ref(), num_items)?;
+                Ok(ListPage::new(offsets, items))
+            }
+            .boxed()
+        } else {
+            // Indirect I/O: the items are known once these lists' offsets are decoded.
+            let (sender, receiver) = oneshot::channel();
+            let step = ItemsStep {
+                offsets,
+                ranges,
+                page_first_row: page_rows.start,
+                page_items,
+                parent: self.pages.row_priority().clone(),
+                items: self.items.clone(),
+                context: self.context.clone(),
+                io: Arc::new(IndirectIo(io.clone())),
+            };
+            page_io.spawn_indirect(
+                self.item_bytes,
+                async move {
+                    let _ = sender.send(step.run().await);
+                }
+                .boxed(),
+            );
+            page_io.finish();
+            async move {
+                let (offsets, items) = receiver
+                    .await
+                    .map_err(|_| Error::Internal("the indirect read of a page of lists was cancelled".into()))??;
+                Ok(ListPage::new(offsets, items))
+            }
+            .boxed()
+        };
+        let _ = self.sender.send(super::ScheduledPage { num_rows, load, urgency });
+        Ok(())
+    }
+}
+
+/// Checks that the offsets of a whole page start at zero and end at its item count.
+fn check_whole_page(offsets: &dyn PageDecoder, num_items: u64) -> Result<()> {
+    let (first, last) = offset_bounds(&offsets.decode(0, offsets.num_rows())?)?;
+    ensure!(
+        first == 0 && last == num_items,
+        corrupt,
+        "a page of list offsets does not span the {num_items} items its metadata gives"
+    );
+    Ok(())
+}
+
+/// The follow-up step of a partly read page of lists.
+struct ItemsStep {
+    /// The offsets (and validity) of the selected lists.
+    offsets: crate::encodings::PageLoad,
+    /// The selected lists, relative to the page.
+    ranges: Vec<Range<u64>>,
+    page_first_row: u64,
+    /// The items of the whole page.
+    page_items: Range<u64>,
+    parent: Arc<RowPriority>,
+    items: Arc<dyn FieldScheduler>,
+    context: ReadContext,
+    io: Arc<dyn EncodingsIo>,
+}
+
+impl ItemsStep {
+    /// Waits for the offsets, then schedules the items they point at (without waiting for
+    /// those) and returns the offsets and the decoder of the items.
+    async fn run(self) -> Result<(Box<dyn PageDecoder>, Box<dyn FieldDecoder>)> {
+        let offsets = self.offsets.await?;
+        let num_items = self.page_items.end - self.page_items.start;
+        let mut item_ranges = Vec::with_capacity(self.ranges.len());
+        let (mut starts, mut rows) = (Vec::new(), Vec::new());
+        let mut decoded = 0;
+        for range in &self.ranges {
+            let len = range.end - range.start;
+            // One range at a time, so the offsets are the page's own (not rebased).
+            let (list_offsets, _) = offsets_from_block(offsets.decode(decoded, len)?)?;
+            decoded += len;
+            let (Some(&first), Some(&last)) = (list_offsets.first(), list_offsets.last()) else { continue };
+            ensure!(last <= num_items, corrupt, "list offsets point past the {num_items} items of their page");
+            item_ranges.push(self.page_items.start + first..self.page_items.start + last);
+            for (i, pair) in list_offsets.windows(2).enumerate() {
+                if pair[1] > pair[0] {
+                    starts.push(self.page_items.start + pair[0]);
+                    rows.push(self.parent.priority(self.page_first_row + range.start + i as u64).0);
+                }
+            }
+        }
+        let selection = Arc::new(RowSelection::from_sorted_ranges(item_ranges));
+        let priority = Arc::new(RowPriority::Items { starts: starts.into(), rows: rows.into() });
+        let (mut jobs, items) = self.items.start(&selection, &priority, &self.context)?;
+        schedule_all(&mut jobs, &self.io)?;
+        Ok((offsets, items))
+    }
+}

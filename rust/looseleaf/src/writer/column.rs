@@ -1,0 +1,121 @@
+//! [`ColumnWriter`]: the pending data and the pages of one column being written.
+
+use arrow_array::{Array, ArrayRef, make_array};
+use arrow_buffer::Buffer;
+use arrow_data::transform::MutableArrayData;
+use arrow_schema::DataType;
+
+use super::shred::ColumnKind;
+use crate::encodings::logical::list::lengths_to_block;
+use crate::encodings::logical::primitive::{array_to_block, encoded_size, rows_within};
+use crate::encodings::physical::encode_block;
+use crate::error::{Error, Result, ensure};
+use crate::format::proto::PageMetadata;
+
+/// The pages of one column being written.
+pub struct ColumnWriter {
+    kind: ColumnKind,
+    /// The type of the arrays the column receives.
+    data_type: DataType,
+    /// Arrays received and not yet written, holding less than a page.
+    pending: Vec<ArrayRef>,
+    pending_bytes: u64,
+    /// Metadata of the pages written so far.
+    pub pages: Vec<PageMetadata>,
+}
+
+/// An encoded page, ready to be written.
+pub struct EncodedPage {
+    /// Values in the page.
+    pub num_rows: u64,
+    /// Its buffers.
+    pub buffers: Vec<Buffer>,
+    /// Its encoding tree.
+    pub encoding: crate::format::proto::Encoding,
+    /// For list offsets, the items of its lists.
+    pub num_items: u64,
+}
+
+impl ColumnWriter {
+    /// A writer of a column of `kind` receiving arrays of `data_type`.
+    pub fn new((kind, data_type): (ColumnKind, DataType)) -> Self {
+        Self { kind, data_type, pending: vec![], pending_bytes: 0, pages: vec![] }
+    }
+
+    fn encode_page(&self, array: &dyn Array) -> Result<EncodedPage> {
+        let mut buffers = Vec::new();
+        let (block, num_items) = match self.kind {
+            ColumnKind::ListLengths => {
+                let lengths = array
+                    .as_any()
+                    .downcast_ref::<arrow_array::Int64Array>()
+                    .ok_or_else(|| Error::Internal("list column received something else than lengths".into()))?;
+                lengths_to_block(lengths)?
+            }
+            ColumnKind::Values | ColumnKind::Validity => (array_to_block(array)?, 0),
+        };
+        let encoding = encode_block(block, &mut buffers)?;
+        Ok(EncodedPage { num_rows: array.len() as u64, buffers, encoding, num_items })
+    }
+
+    /// Adds `array` and returns the pages that are now full, encoded.
+    pub fn append(&mut self, array: ArrayRef, page_size: u64) -> Vec<Result<EncodedPage>> {
+        let mut pages = Vec::new();
+        let mut array = array;
+        if array.is_empty() {
+            return pages;
+        }
+        if !self.pending.is_empty() {
+            let room = page_size.saturating_sub(self.pending_bytes);
+            let fits = rows_within(array.as_ref(), room);
+            if fits == array.len() && encoded_size(array.as_ref()) < room {
+                self.pending_bytes += encoded_size(array.as_ref());
+                self.pending.push(compact(array));
+                return pages;
+            }
+            self.pending.push(array.slice(0, fits));
+            pages.extend(self.flush());
+            array = array.slice(fits, array.len() - fits);
+        }
+        while !array.is_empty() && encoded_size(array.as_ref()) >= page_size {
+            let rows = rows_within(array.as_ref(), page_size);
+            pages.push(self.encode_page(&array.slice(0, rows)));
+            array = array.slice(rows, array.len() - rows);
+        }
+        if !array.is_empty() {
+            self.pending_bytes = encoded_size(array.as_ref());
+            self.pending.push(compact(array));
+        }
+        pages
+    }
+
+    /// Encodes the pending arrays as one page, if there are any.
+    pub fn flush(&mut self) -> Option<Result<EncodedPage>> {
+        if self.pending.is_empty() {
+            return None;
+        }
+        let pending = std::mem::take(&mut self.pending);
+        self.pending_bytes = 0;
+        let refs: Vec<&dyn Array> = pending.iter().map(|a| a.as_ref()).collect();
+        Some(arrow_select::concat::concat(&refs).map_err(Error::from).and_then(|array| {
+            ensure!(array.data_type() == &self.data_type, internal, "column received a different type");
+            self.encode_page(array.as_ref())
+        }))
+    }
+}
+
+/// Copies a slice out of a larger array so that buffering it does not keep the whole array
+/// alive (which would break the writer's memory bound).
+fn compact(array: ArrayRef) -> ArrayRef {
+    if array.get_buffer_memory_size() as u64 <= 2 * encoded_size(array.as_ref()) + 4096 {
+        return array;
+    }
+    let data = array.to_data();
+    let mut copy = MutableArrayData::new(vec![&data], false, array.len());
+    // Copying rows of an array into one of the same length cannot overflow its offsets; if it
+    // somehow did, keeping the slice is still correct, only less frugal.
+    match copy.try_extend(0, 0, array.len()) {
+        Ok(()) => make_array(copy.freeze()),
+        Err(_) => array,
+    }
+}
