@@ -142,7 +142,8 @@ async fn dropping_a_read_stops_its_io() {
     let stats = scheduler.stats();
     tokio::time::sleep(Duration::from_millis(200)).await;
     assert_eq!(scheduler.stats(), stats, "reads went on after the stream was dropped");
-    assert!(stats.bytes_read < data_bytes / 4, "{stats:?}: read {} of {data_bytes} bytes", stats.bytes_read);
+    // What was read before the drop depends on how far decoding got meanwhile; far from all.
+    assert!(stats.bytes_read < data_bytes / 2, "{stats:?}: read {} of {data_bytes} bytes", stats.bytes_read);
     assert_eq!(scheduler.reserved_bytes(), 0, "the dropped read still holds budget");
 }
 
@@ -260,7 +261,7 @@ async fn reads_are_issued_in_top_level_row_order() {
 
 /// A file with validity, strings (indirect I/O when read partially), booleans, the null type
 /// and views.
-async fn mixed_file(path: &Path) -> RecordBatch {
+async fn mixed_file(path: &Path, num_rows: usize, page_size: u64) -> RecordBatch {
     let schema: SchemaRef = Arc::new(Schema::new(vec![
         Field::new("i", DataType::Int32, true),
         Field::new("s", DataType::Utf8, true),
@@ -270,8 +271,8 @@ async fn mixed_file(path: &Path) -> RecordBatch {
         Field::new("v", DataType::Utf8View, false),
     ]));
     let mut rng = common::rng(42);
-    let table = random_table(&mut rng, &schema, 5000);
-    write_file(path, &schema, std::slice::from_ref(&table), 2048).await;
+    let table = random_table(&mut rng, &schema, num_rows);
+    write_file(path, &schema, std::slice::from_ref(&table), page_size).await;
     table
 }
 
@@ -392,7 +393,7 @@ impl PlanCheck<'_> {
 async fn plans_are_exactly_the_reads_made() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("plan.leaf");
-    let table = mixed_file(&path).await;
+    let table = mixed_file(&path, 5000, 2048).await;
     let layout = FileLayout::parse(&std::fs::read(&path).unwrap());
     let recording = RecordingReader::open_path(&path);
     let reader = FileReader::open(recording.clone()).await.unwrap();
@@ -414,7 +415,9 @@ async fn plans_are_exactly_the_reads_made() {
     let read = reader.read().with_row_range(1234..3456).with_io_options(local).with_batch_size(100);
     check.check(read, &RowSelection::range(1234..3456), &all, "row range").await;
     let plan = reader.read().with_row_range(1234..3456).plan().await.unwrap();
-    assert!(plan.total().indirect_requests > 0, "partial string pages need an indirect step");
+    // Small string pages are read whole, whatever rows are wanted: a second round trip would
+    // cost more than the unwanted bytes.
+    assert_eq!(plan.total().indirect_requests, 0, "string pages under SMALL_PAGE bytes are read whole");
 
     // Reads split into pieces of at most 100 bytes.
     let split = IoOptions { io_depth: 2, buffer_bytes: MIB, coalesce: CoalesceOptions { gap: 0, max_read: 100 } };
@@ -426,21 +429,40 @@ async fn plans_are_exactly_the_reads_made() {
     let mut indices: Vec<u64> = (0..60).map(|_| rng.random_range(0..n)).collect();
     indices.sort_unstable();
     indices.dedup();
-    let ranges: Vec<Range<u64>> = RowSelection::from_sorted_indices(&indices).ranges().to_vec();
     let read = reader.read().with_selection(RowSelection::from_sorted_indices(&indices)).with_io_options(local);
     check.check(read, &RowSelection::from_sorted_indices(&indices), &all, "scattered rows").await;
 
-    // `take` of the same rows, unsorted and repeated, on the string columns: the same reads.
+    // `take` of a few rows, unsorted and repeated, on the string columns of a file of large
+    // pages: offsets first, then the data, indirectly.
+    let big_path = dir.path().join("plan-big.leaf");
+    let big_table = mixed_file(&big_path, 60_000, 512 * 1024).await;
+    let big_layout = FileLayout::parse(&std::fs::read(&big_path).unwrap());
+    assert!(
+        big_layout.columns[1].iter().any(|p| p.num_rows > 0
+            && p.data_buffers.iter().map(|b| b.end - b.start).sum::<u64>()
+                > looseleaf::encodings::physical::binary::SMALL_PAGE),
+        "the big file should have string pages larger than SMALL_PAGE"
+    );
+    let recording = RecordingReader::open_path(&big_path);
+    let reader = FileReader::open(recording.clone()).await.unwrap();
+    reader.metadata().await.unwrap();
+    let check = PlanCheck { recording: &recording, layout: &big_layout, table: &big_table };
+    let n = big_table.num_rows() as u64;
+    let mut indices: Vec<u64> = (0..12).map(|_| rng.random_range(0..n)).collect();
+    indices.sort_unstable();
+    indices.dedup();
+    let ranges: Vec<Range<u64>> = RowSelection::from_sorted_indices(&indices).ranges().to_vec();
     let read = reader
         .read()
         .with_selection(RowSelection::from_sorted_indices(&indices))
         .with_columns(vec!["s".into(), "v".into()]);
     let plan = read.plan().await.unwrap();
-    let mut shuffled: Vec<u64> = indices.iter().chain(&indices[..5]).copied().collect();
+    assert!(plan.total().indirect_requests > 0, "a few rows of large string pages need an indirect step");
+    let mut shuffled: Vec<u64> = indices.iter().chain(&indices[..3]).copied().collect();
     shuffled.shuffle(&mut rng);
     recording.clear();
     let taken = reader.take(&shuffled, Some(&["s".to_string(), "v".to_string()])).await.unwrap();
-    let expected = arrow_select::take::take_record_batch(&table, &UInt64Array::from(shuffled.clone())).unwrap();
+    let expected = arrow_select::take::take_record_batch(&big_table, &UInt64Array::from(shuffled.clone())).unwrap();
     assert_batches_equal(&taken, &expected.project(&[1, 5]).unwrap(), "take");
     let indirect = check.check_reads(&plan, &recording.reads(), &ranges, "take");
     assert!(!indirect.is_empty(), "take of scattered strings reads their data indirectly");

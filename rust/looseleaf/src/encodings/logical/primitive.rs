@@ -140,6 +140,7 @@ pub fn block_to_array(block: DataBlock, data_type: &DataType) -> Result<ArrayRef
         (_, DataBlock::VariableWidth(block)) if is_variable_width(data_type) => {
             variable_width_array(block, nulls, data_type)
         }
+        (DataType::FixedSizeList(item, size), values) => fixed_size_list::array_from_block(values, nulls, item, *size),
         (_, other) => {
             bail!(corrupt, "a page of a {data_type} column decodes to an incompatible block ({})", block_kind(&other))
         }

@@ -7,7 +7,9 @@
 //! data    a b c d e
 //! ```
 //!
-//! Reading the whole page is one request for both buffers. Reading some rows is *indirect
+//! Reading the whole page is one request for both buffers; so is reading half of its rows or
+//! more, or any rows of a small page (at most [`SMALL_PAGE`] bytes), the unwanted rows being
+//! cheaper to read than a second round trip. Reading fewer rows of a larger page is *indirect
 //! I/O*: the offsets of rows `a..b` (entries `a..=b`) are read first; a separate task decodes
 //! them and requests data bytes `offsets[a]..offsets[b]` at the same priority, while the
 //! scheduling loop goes on with other pages.
@@ -24,6 +26,9 @@ use crate::encodings::{DataBlock, PageDecoder, PageLoad, PageScheduler, RangeInd
 use crate::error::{Error, Result, bail, ensure};
 use crate::format::proto::{BinaryEncoding, BufferLocation};
 use crate::io::{IoFuture, PageIo};
+
+/// Pages of at most this many bytes are read whole whatever rows are asked for.
+pub const SMALL_PAGE: u64 = 32 * 1024;
 
 /// Schedules rows of a binary page.
 #[derive(Debug, Clone)]
@@ -60,9 +65,13 @@ impl PageScheduler for BinaryScheduler {
     }
 
     fn schedule_ranges(&self, ranges: &[Range<u64>], io: &PageIo) -> PageLoad {
-        let whole_page = matches!(ranges, [r] if r.start == 0 && r.end == self.num_rows);
+        let selected: u64 = ranges.iter().map(|r| r.end - r.start).sum();
+        let all_rows = matches!(ranges, [r] if r.start == 0 && r.end == self.num_rows);
+        let whole_page = all_rows || selected * 2 >= self.num_rows || self.offsets.size + self.data.size <= SMALL_PAGE;
         let bits_per_offset = self.bits_per_offset;
         if whole_page {
+            let selection =
+                (!all_rows).then(|| (ranges.to_vec(), RangeIndex::new(ranges.iter().map(|r| r.end - r.start))));
             let loaded = io.submit(vec![
                 self.offsets.offset..self.offsets.offset + self.offsets.size,
                 self.data.offset..self.data.offset + self.data.size,
@@ -73,12 +82,8 @@ impl PageScheduler for BinaryScheduler {
                 ensure!(buffers.len() == 2, internal, "binary page loaded {} of 2 buffers", buffers.len());
                 let data = Buffer::from(buffers.pop().unwrap_or_default());
                 let offsets = aligned(buffers.pop().unwrap_or_default(), bits_per_offset as usize / 8);
-                Ok(Box::new(BinaryDecoder::Whole(VariableWidthBlock {
-                    offsets,
-                    bits_per_offset,
-                    data,
-                    num_values: num_rows,
-                })) as Box<dyn PageDecoder>)
+                let block = VariableWidthBlock { offsets, bits_per_offset, data, num_values: num_rows };
+                Ok(Box::new(BinaryDecoder::Whole { block, selection }) as Box<dyn PageDecoder>)
             });
         }
 
@@ -157,8 +162,9 @@ pub(crate) fn aligned(bytes: Bytes, align: usize) -> Buffer {
 
 /// Loaded rows of a binary page.
 enum BinaryDecoder {
-    /// The whole page; batches slice it without copying.
-    Whole(VariableWidthBlock),
+    /// The whole page, of which the decoder holds all rows or, if `selection` is given, the
+    /// rows of those page-relative ranges; batches slice it without copying.
+    Whole { block: VariableWidthBlock, selection: Option<(Vec<Range<u64>>, RangeIndex)> },
     /// Some row ranges: per range, its offsets (absolute in the page) and its data bytes, which
     /// start at the range's first offset.
     Parts { parts: Vec<(Vec<u64>, Bytes)>, index: RangeIndex },
@@ -167,28 +173,26 @@ enum BinaryDecoder {
 impl PageDecoder for BinaryDecoder {
     fn num_rows(&self) -> u64 {
         match self {
-            Self::Whole(block) => block.num_values,
+            Self::Whole { selection: Some((_, index)), .. } => index.num_rows(),
+            Self::Whole { block, selection: None } => block.num_values,
             Self::Parts { index, .. } => index.num_rows(),
         }
     }
 
     fn decode(&self, rows_to_skip: u64, num_rows: u64) -> Result<DataBlock> {
         match self {
-            Self::Whole(block) => {
-                let end = rows_to_skip
-                    .checked_add(num_rows)
-                    .filter(|end| *end <= block.num_values)
-                    .ok_or_else(|| Error::Internal("rows past the end of a binary page".into()))?;
-                let w = block.bits_per_offset as usize / 8;
-                let offsets =
-                    block.offsets.slice_with_length(rows_to_skip as usize * w, (end - rows_to_skip) as usize * w + w);
-                Ok(DataBlock::VariableWidth(VariableWidthBlock {
-                    offsets,
-                    bits_per_offset: block.bits_per_offset,
-                    data: block.data.clone(),
-                    num_values: num_rows,
-                }))
+            Self::Whole { block, selection: Some((ranges, index)) } => {
+                let blocks = index
+                    .pieces(rows_to_skip, num_rows)?
+                    .into_iter()
+                    .map(|(range, skip, len)| slice_rows(block, ranges[range].start + skip, len))
+                    .collect::<Result<Vec<_>>>()?;
+                if blocks.is_empty() {
+                    return slice_rows(block, 0, 0);
+                }
+                DataBlock::concat(blocks)
             }
+            Self::Whole { block, selection: None } => slice_rows(block, rows_to_skip, num_rows),
             Self::Parts { parts, index } => {
                 let blocks = index
                     .pieces(rows_to_skip, num_rows)?
@@ -213,4 +217,21 @@ impl PageDecoder for BinaryDecoder {
             }
         }
     }
+}
+
+/// Rows `start..start + len` of a whole page, sharing its buffers.
+fn slice_rows(block: &VariableWidthBlock, start: u64, len: u64) -> Result<DataBlock> {
+    let end = start
+        .checked_add(len)
+        .filter(|end| *end <= block.num_values)
+        .ok_or_else(|| Error::Internal("rows past the end of a binary page".into()))?;
+    let w = block.bits_per_offset as usize / 8;
+    ensure!(block.offsets.len() >= (end as usize + 1) * w, corrupt, "binary offsets buffer is too short");
+    let offsets = block.offsets.slice_with_length(start as usize * w, (len as usize + 1) * w);
+    Ok(DataBlock::VariableWidth(VariableWidthBlock {
+        offsets,
+        bits_per_offset: block.bits_per_offset,
+        data: block.data.clone(),
+        num_values: len,
+    }))
 }
