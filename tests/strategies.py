@@ -149,3 +149,88 @@ def split_batches(table: pa.Table, sizes: list[int]) -> list[pa.RecordBatch]:
         start += size
         i += 1
     return batches
+
+
+NESTED_LEAVES = [
+    pa.int32(),
+    pa.int64(),
+    pa.float64(),
+    pa.bool_(),
+    pa.string(),
+    pa.large_binary(),
+    pa.string_view(),
+    pa.timestamp("us", tz="UTC"),
+    pa.decimal128(20, 4),
+    pa.binary(3),
+    pa.null(),
+]
+
+
+def random_nested_type(rng: random.Random, depth: int) -> pa.DataType:
+    """A random type of at most ``depth`` levels of nesting over flat leaves."""
+    if depth == 0 or rng.random() < 0.3:
+        return rng.choice(NESTED_LEAVES)
+    kind = rng.choice(["struct", "list", "large_list", "fixed_size_list", "map"])
+    if kind == "struct":
+        count = rng.choice([0, 1, 2, 3])
+        return pa.struct([pa.field(f"f{i}", random_nested_type(rng, depth - 1)) for i in range(count)])
+    if kind == "list":
+        return pa.list_(random_nested_type(rng, depth - 1))
+    if kind == "large_list":
+        return pa.large_list(random_nested_type(rng, depth - 1))
+    if kind == "fixed_size_list":
+        return pa.list_(random_nested_type(rng, depth - 1), rng.choice([1, 2, 3]))
+    return pa.map_(pa.string(), random_nested_type(rng, depth - 1))
+
+
+def _mask(rng: random.Random, n: int, null_fraction: float) -> pa.Array | None:
+    if null_fraction == 0:
+        return None
+    return pa.array([rng.random() < null_fraction for _ in range(n)], pa.bool_())
+
+
+def random_nested_array(rng: random.Random, t: pa.DataType, n: int, null_fraction: float) -> pa.Array:
+    """``n`` random values of ``t``, with about ``null_fraction`` nulls at this level and random
+    null densities below it."""
+    child_nulls = rng.choice([0.0, 0.2, 0.5])
+    mask = _mask(rng, n, null_fraction)
+    if pa.types.is_struct(t):
+        children = [random_nested_array(rng, f.type, n, child_nulls) for f in t]
+        if not children:
+            nulls = mask.to_pylist() if mask is not None else [False] * n
+            return pa.array([None if m else {} for m in nulls], t)
+        return pa.StructArray.from_arrays(children, fields=list(t), mask=mask)
+    if pa.types.is_fixed_size_list(t):
+        values = random_nested_array(rng, t.value_type, n * t.list_size, child_nulls)
+        return pa.FixedSizeListArray.from_arrays(values, type=t, mask=mask)
+    if pa.types.is_list(t) or pa.types.is_large_list(t) or pa.types.is_map(t):
+        lengths = [rng.choice([0, 0, 1, 2, 3, 5]) for _ in range(n)]
+        offsets = [0]
+        for length in lengths:
+            offsets.append(offsets[-1] + length)
+        total = offsets[-1]
+        offset_type = pa.int64() if pa.types.is_large_list(t) else pa.int32()
+        offsets_array = pa.array(offsets, offset_type)
+        if pa.types.is_map(t):
+            keys = pa.array([f"k{rng.randint(0, 9)}" for _ in range(total)], pa.string())
+            items = random_nested_array(rng, t.item_type, total, child_nulls)
+            return pa.MapArray.from_arrays(offsets_array, keys, items, type=t, mask=mask)
+        values = random_nested_array(rng, t.value_type, total, child_nulls)
+        cls = pa.LargeListArray if pa.types.is_large_list(t) else pa.ListArray
+        return cls.from_arrays(offsets_array, values, type=t, mask=mask)
+    return random_array(rng, t, n, null_fraction)
+
+
+@st.composite
+def nested_tables(draw: st.DrawFn, max_rows: int = 200, max_columns: int = 4, max_depth: int = 4) -> pa.Table:
+    """A random table of nested columns (depth up to ``max_depth``) with nulls at every level."""
+    rng = random.Random(draw(st.integers(0, 2**32 - 1)))
+    num_rows = draw(st.integers(0, max_rows))
+    columns, fields = [], []
+    for i in range(draw(st.integers(1, max_columns))):
+        t = random_nested_type(rng, draw(st.integers(1, max_depth)))
+        nullable = pa.types.is_null(t) or draw(st.booleans())
+        null_fraction = draw(st.sampled_from([0.0, 0.2, 1.0])) if nullable else 0.0
+        columns.append(random_nested_array(rng, t, num_rows, null_fraction))
+        fields.append(pa.field(f"c{i}", t, nullable=nullable))
+    return pa.Table.from_arrays(columns, schema=pa.schema(fields))

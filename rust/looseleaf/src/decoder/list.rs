@@ -15,18 +15,23 @@ use crate::encodings::logical::list::{list_array, offsets_from_block};
 use crate::error::{Result, ensure};
 use crate::scheduler::{ReadContext, ScheduledPage};
 
-/// A loaded page of lists: the offsets (and validity) of its selected lists, and the decoder of
-/// exactly the items those lists hold, in order.
+/// The decoder of the items of one or more consecutive pages of lists, shared by those pages.
+pub type SharedItems = Arc<Mutex<Box<dyn FieldDecoder>>>;
+
+/// A loaded page of lists: the offsets (and validity) of its selected lists, and the decoder
+/// their items come from — holding exactly the items of the selected lists of this page, or of
+/// a run of consecutive whole pages that share it (each taking its own items in turn, as pages
+/// are decoded in order).
 pub struct ListPage {
     offsets: Box<dyn PageDecoder>,
     /// Taken by one batch at a time, in row order.
-    items: Mutex<Box<dyn FieldDecoder>>,
+    items: SharedItems,
 }
 
 impl ListPage {
     /// A page of lists from its offsets and its items' decoder.
-    pub fn new(offsets: Box<dyn PageDecoder>, items: Box<dyn FieldDecoder>) -> Self {
-        Self { offsets, items: Mutex::new(items) }
+    pub fn new(offsets: Box<dyn PageDecoder>, items: SharedItems) -> Self {
+        Self { offsets, items }
     }
 }
 

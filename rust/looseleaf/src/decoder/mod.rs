@@ -22,7 +22,7 @@ use arrow_array::ArrayRef;
 use futures::future::BoxFuture;
 
 pub use fixed_size_list::FixedSizeListFieldDecoder;
-pub use list::{ListFieldDecoder, ListPage};
+pub use list::{ListFieldDecoder, ListPage, SharedItems};
 pub use page_queue::{LoadedPage, PagePiece, PageQueue};
 pub use primitive::PrimitiveFieldDecoder;
 pub use stream::{BatchDecodeTask, DecodeBatchStream};

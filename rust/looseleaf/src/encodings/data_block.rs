@@ -169,6 +169,31 @@ impl DataBlock {
             }
             return Ok(DataBlock::Nullable { validity: validity.finish(), values: Box::new(Self::concat(values)?) });
         }
+        // Fixed-size lists without nulls in their items are written as wider plain values, with
+        // nulls as a fixed-size list node: bring pages of both kinds to the latter.
+        let list_dimension = blocks.iter().find_map(|b| match b {
+            DataBlock::FixedSizeList { dimension, .. } => Some(*dimension),
+            _ => None,
+        });
+        let blocks = match list_dimension {
+            Some(dimension) if blocks.iter().any(|b| matches!(b, DataBlock::FixedWidth(_))) => blocks
+                .into_iter()
+                .map(|b| match b {
+                    DataBlock::FixedWidth(w) if dimension > 0 && w.bits_per_value % dimension == 0 => {
+                        DataBlock::FixedSizeList {
+                            dimension,
+                            values: Box::new(DataBlock::FixedWidth(FixedWidthBlock {
+                                data: w.data,
+                                bits_per_value: w.bits_per_value / dimension,
+                                num_values: w.num_values * dimension,
+                            })),
+                        }
+                    }
+                    other => other,
+                })
+                .collect(),
+            _ => blocks,
+        };
         match &blocks[0] {
             DataBlock::Boolean(_) => {
                 let mut out = BooleanBufferBuilder::new(total as usize);

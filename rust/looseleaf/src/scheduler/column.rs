@@ -171,6 +171,19 @@ impl PendingPages {
         Some((index, ranges, priority))
     }
 
+    /// Whether the next page is selected whole.
+    pub fn next_is_whole(&self) -> bool {
+        self.pages.front().is_some_and(|(index, ranges)| {
+            let rows = self.column.page_rows(*index);
+            matches!(ranges.as_slice(), [r] if r.start == 0 && r.end == rows.end - rows.start)
+        })
+    }
+
+    /// The index of the next page.
+    pub fn peek_index(&self) -> Option<usize> {
+        self.pages.front().map(|(index, _)| *index)
+    }
+
     /// Forgets the remaining pages (their decoder is gone).
     pub fn clear(&mut self) {
         self.pages.clear();

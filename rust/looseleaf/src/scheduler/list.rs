@@ -2,9 +2,12 @@
 //!
 //! A page of list offsets says which items (rows of the item field's columns) its lists hold,
 //! but only once it is read — except when the whole page is read: its items are then all the
-//! items of the page, known from the metadata (`num_items`), and they are scheduled at once,
-//! in the same pass of the scheduling loop (no offsets-then-items round trip). Their priorities
-//! are interpolated between the page's first and last rows ([`RowPriority::Interpolated`]).
+//! items of the page, known from the metadata (`num_items`). A run of consecutive whole pages
+//! is scheduled in one step: the offsets of each page, and the items of the whole run, at once
+//! and without an offsets-then-items round trip. One items decoder serves the run (so an item
+//! page straddling two list pages is read once, whole, and nested lists below are whole pages
+//! again); the items' priorities are interpolated within each page between its first and last
+//! rows ([`RowPriority::Interpolated`]), and the I/O scheduler orders everything by priority.
 //!
 //! When only some lists of a page are read, [`ListColumnJob`] schedules the offsets of those
 //! lists and hands a follow-up step to a separate task (the scheduling loop goes on): the step
@@ -18,13 +21,14 @@ use std::sync::Arc;
 
 use arrow_schema::FieldRef;
 use futures::FutureExt;
+use futures::lock::Mutex;
 use tokio::sync::{mpsc, oneshot};
 
 use super::column::PendingPages;
 use super::{
     ColumnJob, ColumnPages, FieldScheduler, ReadContext, RowPriority, RowSelection, StartedField, schedule_all,
 };
-use crate::decoder::{FieldDecoder, ListFieldDecoder, ListPage};
+use crate::decoder::{FieldDecoder, ListFieldDecoder, ListPage, SharedItems};
 use crate::encodings::PageDecoder;
 use crate::encodings::logical::list::{offset_bounds, offsets_from_block};
 use crate::error::{Error, Result, ensure};
@@ -85,6 +89,9 @@ impl ColumnJob for ListColumnJob {
             self.pages.clear();
             return Ok(());
         }
+        if self.pages.next_is_whole() {
+            return self.schedule_whole_run(io);
+        }
         let Some((index, ranges, priority)) = self.pages.pop() else { return Ok(()) };
         let column = self.pages.column().clone();
         let scheduler = column.page_scheduler(index)?;
@@ -92,60 +99,86 @@ impl ColumnJob for ListColumnJob {
         let offsets = scheduler.schedule_ranges(&ranges, &page_io);
         let urgency = page_io.urgency().clone();
         let num_rows: u64 = ranges.iter().map(|r| r.end - r.start).sum();
-        let page_rows = column.page_rows(index);
-        let page_items = column.page_items(index);
-        let whole_page = matches!(ranges.as_slice(), [r] if r.start == 0 && r.end == page_rows.end - page_rows.start);
-
-        let load = if whole_page {
-            // The items are all of the page's: schedule them now, from the metadata alone.
-            page_io.finish();
-            let parent = self.pages.row_priority();
-            let item_priority = Arc::new(RowPriority::Interpolated {
-                first_item: page_items.start,
-                num_items: page_items.end - page_items.start,
-                first_row: parent.priority(page_rows.start).0,
-                last_row: parent.priority(page_rows.end.saturating_sub(1)).0,
-            });
-            let selection = Arc::new(RowSelection::range(page_items.clone()));
-            let (mut jobs, items) = self.items.start(&selection, &item_priority, &self.context)?;
-            schedule_all(&mut jobs, io)?;
-            let num_items = page_items.end - page_items.start;
+        // Indirect I/O: the items are known once these lists' offsets are decoded.
+        let (sender, receiver) = oneshot::channel();
+        let step = ItemsStep {
+            offsets,
+            ranges,
+            page_first_row: column.page_rows(index).start,
+            page_items: column.page_items(index),
+            parent: self.pages.row_priority().clone(),
+            items: self.items.clone(),
+            context: self.context.clone(),
+            io: Arc::new(IndirectIo(io.clone())),
+        };
+        page_io.spawn_indirect(
+            self.item_bytes,
             async move {
+                let _ = sender.send(step.run().await);
+            }
+            .boxed(),
+        );
+        page_io.finish();
+        let load = async move {
+            let (offsets, items) = receiver
+                .await
+                .map_err(|_| Error::Internal("the indirect read of a page of lists was cancelled".into()))??;
+            Ok(ListPage::new(offsets, Arc::new(Mutex::new(items))))
+        }
+        .boxed();
+        let _ = self.sender.send(super::ScheduledPage { num_rows, load, urgency });
+        Ok(())
+    }
+}
+
+impl ListColumnJob {
+    /// Schedules the run of whole pages at the head of the queue: each page's offsets, and all
+    /// their items at once (their range is known from the page metadata).
+    fn schedule_whole_run(&mut self, io: &Arc<dyn EncodingsIo>) -> Result<()> {
+        let column = self.pages.column().clone();
+        let parent = self.pages.row_priority().clone();
+        let mut pages = Vec::new();
+        let (mut breakpoint_items, mut breakpoint_rows) = (Vec::new(), Vec::new());
+        let mut last_row = 0;
+        while self.pages.next_is_whole() {
+            let Some((index, ranges, priority)) = self.pages.pop() else { break };
+            let scheduler = column.page_scheduler(index)?;
+            let page_io = PageIo::new(io.clone(), priority, column.column);
+            let offsets = scheduler.schedule_ranges(&ranges, &page_io);
+            let urgency = page_io.urgency().clone();
+            page_io.finish();
+            let (rows, items) = (column.page_rows(index), column.page_items(index));
+            breakpoint_items.push(items.start);
+            breakpoint_rows.push(parent.priority(rows.start).0);
+            last_row = parent.priority(rows.end.saturating_sub(1)).0;
+            let end = items.end;
+            pages.push((rows.end - rows.start, items, offsets, urgency));
+            // The run's items must be one range: stop at a page not adjacent to this one.
+            if self.pages.peek_index().is_some_and(|next| column.page_items(next).start != end) {
+                break;
+            }
+        }
+        let (Some(first), Some(last)) = (pages.first(), pages.last()) else { return Ok(()) };
+        let item_range = first.1.start..last.1.end;
+        breakpoint_items.push(item_range.end);
+        breakpoint_rows.push(last_row);
+        let priority =
+            Arc::new(RowPriority::Interpolated { items: breakpoint_items.into(), rows: breakpoint_rows.into() });
+        let (mut jobs, items) =
+            self.items.start(&Arc::new(RowSelection::range(item_range)), &priority, &self.context)?;
+        schedule_all(&mut jobs, io)?;
+        let items: SharedItems = Arc::new(Mutex::new(items));
+        for (num_rows, page_items, offsets, urgency) in pages {
+            let items = items.clone();
+            let num_items = page_items.end - page_items.start;
+            let load = async move {
                 let offsets = offsets.await?;
                 check_whole_page(offsets.as_ref(), num_items)?;
                 Ok(ListPage::new(offsets, items))
             }
-            .boxed()
-        } else {
-            // Indirect I/O: the items are known once these lists' offsets are decoded.
-            let (sender, receiver) = oneshot::channel();
-            let step = ItemsStep {
-                offsets,
-                ranges,
-                page_first_row: page_rows.start,
-                page_items,
-                parent: self.pages.row_priority().clone(),
-                items: self.items.clone(),
-                context: self.context.clone(),
-                io: Arc::new(IndirectIo(io.clone())),
-            };
-            page_io.spawn_indirect(
-                self.item_bytes,
-                async move {
-                    let _ = sender.send(step.run().await);
-                }
-                .boxed(),
-            );
-            page_io.finish();
-            async move {
-                let (offsets, items) = receiver
-                    .await
-                    .map_err(|_| Error::Internal("the indirect read of a page of lists was cancelled".into()))??;
-                Ok(ListPage::new(offsets, items))
-            }
-            .boxed()
-        };
-        let _ = self.sender.send(super::ScheduledPage { num_rows, load, urgency });
+            .boxed();
+            let _ = self.sender.send(super::ScheduledPage { num_rows, load, urgency });
+        }
         Ok(())
     }
 }

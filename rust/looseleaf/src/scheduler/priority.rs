@@ -19,19 +19,16 @@ pub enum RowPriority {
         /// Its top-level row.
         rows: Arc<[u64]>,
     },
-    /// Items of a whole page of lists read without its offsets: the priority is interpolated
-    /// between the top-level rows of the page's first and last lists. An estimate; the I/O
-    /// scheduler's [`Urgency`](crate::io::Urgency) keeps reads whose estimate is off from being
-    /// held back.
+    /// Items of whole pages of lists read without their offsets: within each page, the
+    /// priority is interpolated between the top-level rows of its first and last lists.
+    /// `items[k]` is the first item of page `k` and `rows[k]` the top-level row of its first
+    /// list (one more entry closes the last page). An estimate; the I/O scheduler's
+    /// [`Urgency`](crate::io::Urgency) keeps reads whose estimate is off from being held back.
     Interpolated {
-        /// First item of the page.
-        first_item: u64,
-        /// Number of items of the page.
-        num_items: u64,
-        /// Top-level row of the page's first list.
-        first_row: u64,
-        /// Top-level row of the page's last list.
-        last_row: u64,
+        /// First item of each page, then the end of the last.
+        items: Arc<[u64]>,
+        /// Top-level row of each page's first list, then of the last page's last list.
+        rows: Arc<[u64]>,
     },
     /// Items of fixed-size lists: item `i` belongs to list `i / dimension` of the parent.
     Fixed {
@@ -55,10 +52,16 @@ impl RowPriority {
                 let index = starts.partition_point(|s| *s <= row).saturating_sub(1);
                 rows.get(index).copied().unwrap_or(0)
             }
-            RowPriority::Interpolated { first_item, num_items, first_row, last_row } => {
-                let offset = row.saturating_sub(*first_item).min(*num_items) as u128;
-                let span = last_row.saturating_sub(*first_row) as u128;
-                first_row + (offset * span / (*num_items).max(1) as u128) as u64
+            RowPriority::Interpolated { items, rows } => {
+                let page = items.partition_point(|s| *s <= row).saturating_sub(1).min(items.len().saturating_sub(2));
+                let (Some(&first_item), Some(&end_item), Some(&first_row), Some(&next_row)) =
+                    (items.get(page), items.get(page + 1), rows.get(page), rows.get(page + 1))
+                else {
+                    return rows.first().copied().unwrap_or(0);
+                };
+                let offset = row.saturating_sub(first_item).min(end_item - first_item) as u128;
+                let span = next_row.saturating_sub(first_row) as u128;
+                first_row + (offset * span / (end_item - first_item).max(1) as u128) as u64
             }
             RowPriority::Fixed { dimension, parent } => parent.top_level_row(row / (*dimension).max(1)),
         }
@@ -77,9 +80,12 @@ mod tests {
         assert_eq!(items.priority(100), Priority(20));
         let fixed = RowPriority::Fixed { dimension: 4, parent: Arc::new(items) };
         assert_eq!(fixed.priority(21), Priority(11));
-        let estimate = RowPriority::Interpolated { first_item: 100, num_items: 50, first_row: 1000, last_row: 1010 };
+        let estimate =
+            RowPriority::Interpolated { items: vec![100, 150, 160].into(), rows: vec![1000, 1010, 2000].into() };
         assert_eq!(estimate.priority(100), Priority(1000));
         assert_eq!(estimate.priority(125), Priority(1005));
         assert_eq!(estimate.priority(150), Priority(1010));
+        assert_eq!(estimate.priority(155), Priority(1505));
+        assert_eq!(estimate.priority(500), Priority(2000));
     }
 }
