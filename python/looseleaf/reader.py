@@ -12,7 +12,8 @@ from . import _looseleaf
 from ._args import columns_arg, count_arg
 from .exceptions import InvalidArgumentError
 
-#: Rows per batch of a read unless told otherwise.
+#: Rows per batch of a read unless told otherwise (fewer for rows wider than 256 bytes: a default
+#: batch holds at most 2 MiB of stored data).
 DEFAULT_BATCH_SIZE = 8192
 
 PathLike = str | os.PathLike[str]
@@ -21,7 +22,7 @@ PathLike = str | os.PathLike[str]
 def open(
     path: PathLike,
     *,
-    batch_size: int = DEFAULT_BATCH_SIZE,
+    batch_size: int | None = None,
     io_depth: int | None = None,
     io_buffer_bytes: int | None = None,
 ) -> FileReader:
@@ -32,7 +33,8 @@ def open(
 
     Keyword arguments set the defaults of every read of this reader:
 
-    - ``batch_size``: rows per output batch (default 8192); unrelated to the page size.
+    - ``batch_size``: rows per output batch; unrelated to the page size. By default 8192, or
+      fewer for wide rows (as many as fit in 2 MiB of stored data), so batches stay small.
     - ``io_depth``: reads in flight at once (default 8 for local files and memory).
     - ``io_buffer_bytes``: bytes read ahead of the consumer before reading pauses
       (default 256 MiB for local files and memory). A request for rows lower than everything
@@ -75,8 +77,9 @@ class FileReader:
         return self._native.num_columns
 
     @property
-    def options(self) -> dict[str, int]:
-        """The reader's defaults: ``batch_size``, ``io_depth``, ``io_buffer_bytes``."""
+    def options(self) -> dict[str, int | None]:
+        """The reader's defaults: ``batch_size`` (``None``: the default rule), ``io_depth``,
+        ``io_buffer_bytes``."""
         return self._native.options
 
     @property

@@ -23,7 +23,8 @@ use crate::store::Location;
 pub struct PyFileReader {
     file: FileReader,
     io: IoOptions,
-    batch_size: usize,
+    /// Rows per batch unless a read says otherwise; `None` for the core's default rule.
+    batch_size: Option<usize>,
 }
 
 impl PyFileReader {
@@ -107,13 +108,13 @@ impl PyFileReader {
         let reader = location.reader(&display)?;
         let file = wait(py, FileReader::open(reader))?.py_err()?;
         let io = file.io_defaults();
-        let mut this = Self { file, io, batch_size: looseleaf::DEFAULT_BATCH_SIZE };
+        let mut this = Self { file, io, batch_size: None };
         this.io = this.io_options(io_depth, io_buffer_bytes)?;
         if let Some(batch_size) = batch_size {
             if batch_size == 0 {
                 return Err(invalid_argument("batch_size must be at least 1"));
             }
-            this.batch_size = batch_size;
+            this.batch_size = Some(batch_size);
         }
         Ok(this)
     }
@@ -143,6 +144,8 @@ impl PyFileReader {
     fn options<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
         let out = PyDict::new(py);
         out.set_item("batch_size", self.batch_size)?;
+        out.set_item("default_batch_size", looseleaf::DEFAULT_BATCH_SIZE)?;
+        out.set_item("default_batch_bytes", looseleaf::DEFAULT_BATCH_BYTES)?;
         out.set_item("io_depth", self.io.io_depth)?;
         out.set_item("io_buffer_bytes", self.io.buffer_bytes)?;
         Ok(out)
@@ -198,10 +201,11 @@ impl PyFileReader {
         if batch_size == Some(0) {
             return Err(invalid_argument("batch_size must be at least 1"));
         }
-        let read = self
-            .builder(columns, start, num_rows, None)?
-            .with_batch_size(batch_size.unwrap_or(self.batch_size))
-            .with_io_options(self.io_options(io_depth, io_buffer_bytes)?);
+        let mut read =
+            self.builder(columns, start, num_rows, None)?.with_io_options(self.io_options(io_depth, io_buffer_bytes)?);
+        if let Some(batch_size) = batch_size.or(self.batch_size) {
+            read = read.with_batch_size(batch_size);
+        }
         let stream = wait(py, read.stream())?.py_err()?;
         Ok(PyReadStream::new(stream, runtime()?))
     }
@@ -223,10 +227,11 @@ impl PyFileReader {
         if batch_size == Some(0) {
             return Err(invalid_argument("batch_size must be at least 1"));
         }
-        let read = self
-            .builder(columns, start, num_rows, None)?
-            .with_batch_size(batch_size.unwrap_or(self.batch_size))
-            .with_io_options(self.io_options(io_depth, io_buffer_bytes)?);
+        let mut read =
+            self.builder(columns, start, num_rows, None)?.with_io_options(self.io_options(io_depth, io_buffer_bytes)?);
+        if let Some(batch_size) = batch_size.or(self.batch_size) {
+            read = read.with_batch_size(batch_size);
+        }
         let (schema, batches) = wait(py, async move {
             let mut stream = read.stream().await?;
             let schema = stream.schema().clone();

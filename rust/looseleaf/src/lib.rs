@@ -69,7 +69,8 @@ mod writer;
 pub use error::{Error, Result, SourceError};
 pub use io::{IoOptions, IoPlan, IoStats};
 pub use reader::{
-    ColumnSummary, DEFAULT_BATCH_SIZE, FileMetadata, FileReader, PageSummary, ReadBuilder, RecordBatchStream,
+    ColumnSummary, DEFAULT_BATCH_BYTES, DEFAULT_BATCH_SIZE, FileMetadata, FileReader, PageSummary, ReadBuilder,
+    RecordBatchStream,
 };
 pub use scheduler::RowSelection;
 pub use writer::{DEFAULT_PAGE_SIZE, FileWriter, FinishedFile, WriterOptions};

@@ -38,8 +38,13 @@ use crate::scheduler::{
 /// How many bytes at the end of the file are read on open.
 const OPEN_READ_BYTES: u64 = 64 * 1024;
 
-/// Default number of rows per output batch.
+/// Default (and most) rows per output batch when the read does not set a batch size.
 pub const DEFAULT_BATCH_SIZE: usize = 8192;
+
+/// Bytes a default batch aims at: rows wider than `DEFAULT_BATCH_BYTES / DEFAULT_BATCH_SIZE`
+/// (embeddings, say) get fewer rows per batch, so a batch stays well within a page and rarely
+/// has to be copied together from two.
+pub const DEFAULT_BATCH_BYTES: u64 = 2 * 1024 * 1024;
 
 /// An open looseleaf file. Cheap to clone; safe to read from several tasks at once.
 #[derive(Clone)]
@@ -288,11 +293,16 @@ impl FileReader {
             .collect()
     }
 
-    /// Builds the field schedulers of `fields` (top-level fields, possibly narrowed).
-    async fn field_schedulers(&self, fields: &[FieldColumns]) -> Result<Vec<Arc<dyn FieldScheduler>>> {
+    /// Builds the field schedulers of `fields` (top-level fields, possibly narrowed), and
+    /// returns them with the average stored bytes of a row of those fields.
+    async fn field_schedulers(&self, fields: &[FieldColumns]) -> Result<(Vec<Arc<dyn FieldScheduler>>, u64)> {
         let columns: Vec<u32> = fields.iter().flat_map(|f| f.columns()).collect();
         let pages = self.load_columns(&columns).await?;
-        fields.iter().map(|tree| field_scheduler(tree, &pages, self.num_rows())).collect()
+        let bytes: u64 = columns.iter().filter_map(|c| pages.get(c)).map(|c| c.num_bytes()).sum();
+        let row_bytes = bytes / self.num_rows().max(1);
+        let schedulers =
+            fields.iter().map(|tree| field_scheduler(tree, &pages, self.num_rows())).collect::<Result<_>>()?;
+        Ok((schedulers, row_bytes))
     }
 
     /// The column trees of the projected fields, in the requested order.
@@ -377,7 +387,8 @@ pub struct ReadBuilder {
     file: FileReader,
     columns: Option<Vec<String>>,
     selection: Option<RowSelection>,
-    batch_size: usize,
+    /// Rows per batch; `None` for the default (see [`ReadBuilder::with_batch_size`]).
+    batch_size: Option<usize>,
     io: Option<IoOptions>,
     decode_parallelism: Option<usize>,
     /// A row range given backwards, reported when the read starts.
@@ -390,7 +401,7 @@ impl ReadBuilder {
             file,
             columns: None,
             selection: None,
-            batch_size: DEFAULT_BATCH_SIZE,
+            batch_size: None,
             io: None,
             decode_parallelism: None,
             inverted_range: None,
@@ -415,9 +426,11 @@ impl ReadBuilder {
         Self { selection: Some(selection), ..self }
     }
 
-    /// Rows per output batch (the last batch may be shorter); default [`DEFAULT_BATCH_SIZE`].
+    /// Rows per output batch (the last batch may be shorter). By default,
+    /// [`DEFAULT_BATCH_SIZE`] rows, or fewer when the projected rows are wide: as many as fit in
+    /// [`DEFAULT_BATCH_BYTES`] of stored data (at least one).
     pub fn with_batch_size(self, batch_size: usize) -> Self {
-        Self { batch_size: batch_size.max(1), ..self }
+        Self { batch_size: Some(batch_size.max(1)), ..self }
     }
 
     /// I/O depth, byte budget and coalescing; default: what the storage suggests
@@ -448,7 +461,7 @@ impl ReadBuilder {
             fields.iter().map(|f| f.field.clone()).collect::<Vec<_>>(),
             file.schema().metadata().clone(),
         ));
-        let schedulers = file.field_schedulers(&fields).await?;
+        let (schedulers, row_bytes) = file.field_schedulers(&fields).await?;
         let context = ReadContext::new(file.location());
         let selection = Arc::new(selection);
         let top_level = Arc::new(RowPriority::TopLevel);
@@ -459,7 +472,11 @@ impl ReadBuilder {
             jobs.extend(field_jobs);
             decoders.push(decoder);
         }
-        let stream = DecodeBatchStream::new(schema.clone(), decoders, selection.num_rows(), self.batch_size as u64);
+        let batch_size = match self.batch_size {
+            Some(rows) => rows as u64,
+            None => default_batch_size(row_bytes),
+        };
+        let stream = DecodeBatchStream::new(schema.clone(), decoders, selection.num_rows(), batch_size);
         Ok(StartedRead { schema, jobs, stream, context })
     }
 
@@ -498,6 +515,11 @@ impl ReadBuilder {
         drop(stream);
         Ok(planner.plan())
     }
+}
+
+/// The default batch size for rows of `row_bytes` stored bytes.
+fn default_batch_size(row_bytes: u64) -> u64 {
+    (DEFAULT_BATCH_BYTES / row_bytes.max(1)).clamp(1, DEFAULT_BATCH_SIZE as u64)
 }
 
 struct StartedRead {

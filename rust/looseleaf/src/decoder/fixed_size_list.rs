@@ -3,10 +3,11 @@
 use std::sync::Arc;
 
 use arrow_array::{ArrayRef, FixedSizeListArray};
+use arrow_buffer::{BooleanBuffer, NullBuffer};
 use arrow_schema::{DataType, FieldRef};
 use futures::future::BoxFuture;
 
-use super::r#struct::validity_from_pieces;
+use super::r#struct::{implied_nulls, validity_from_pieces};
 use super::{DecodeTask, FieldDecoder, PageQueue};
 use crate::error::{Result, bail};
 use crate::scheduler::ReadContext;
@@ -33,6 +34,20 @@ impl FixedSizeListFieldDecoder {
     }
 }
 
+/// The nulls of a fixed-size list stored without a validity column (see [`implied_nulls`]): a
+/// row is null where one of its items is, if they are not nullable.
+fn implied_row_nulls(item: &FieldRef, values: &ArrayRef, size: i32, num_rows: usize) -> Option<NullBuffer> {
+    let d = usize::try_from(size).ok().filter(|d| *d > 0)?;
+    let item_nulls = implied_nulls([(item, values)])?;
+    // Values of another length are reported by Arrow when the array is built.
+    if Some(item_nulls.len()) != num_rows.checked_mul(d) {
+        return None;
+    }
+    let valid: BooleanBuffer =
+        (0..num_rows).map(|row| (row * d..(row + 1) * d).all(|i| item_nulls.is_valid(i))).collect();
+    Some(NullBuffer::new(valid))
+}
+
 impl FieldDecoder for FixedSizeListFieldDecoder {
     fn next_batch(&mut self, num_rows: u64) -> BoxFuture<'_, Result<DecodeTask>> {
         Box::pin(async move {
@@ -48,14 +63,14 @@ impl FieldDecoder for FixedSizeListFieldDecoder {
             let location = self.location.clone();
             let task: DecodeTask = Box::new(move || {
                 let decode = || -> Result<ArrayRef> {
-                    let nulls = match validity {
-                        Some(pieces) => validity_from_pieces(&pieces)?,
-                        None => None,
-                    };
                     let DataType::FixedSizeList(item, size) = field.data_type() else {
                         bail!(internal, "fixed-size list decoder of a {} field", field.data_type())
                     };
                     let values = items()?;
+                    let nulls = match validity {
+                        Some(pieces) => validity_from_pieces(&pieces)?,
+                        None => implied_row_nulls(item, &values, *size, num_rows as usize),
+                    };
                     let array =
                         FixedSizeListArray::try_new_with_length(item.clone(), *size, values, nulls, num_rows as usize)?;
                     Ok(Arc::new(array))

@@ -2,7 +2,7 @@
 
 use std::sync::Arc;
 
-use arrow_array::{ArrayRef, StructArray};
+use arrow_array::{Array, ArrayRef, StructArray};
 use arrow_buffer::NullBuffer;
 use arrow_schema::{DataType, FieldRef};
 use futures::future::BoxFuture;
@@ -44,6 +44,25 @@ pub(crate) fn validity_from_pieces(pieces: &[PagePiece]) -> Result<Option<NullBu
     }
 }
 
+/// The nulls of a nested field stored without a validity column (a struct or fixed-size list
+/// that is not nullable), from its `(field, array)` children.
+///
+/// Arrow lets a non-nullable field hold nulls where its parent is null, and the file does not
+/// keep them. But its non-nullable children may only be null where it was, and the file keeps
+/// theirs: the field is given a null wherever such a child has one. That is where it was null
+/// (so the array is equal to the written one wherever the parent is valid) and what Arrow needs
+/// to accept the children.
+pub(crate) fn implied_nulls<'a>(
+    children: impl IntoIterator<Item = (&'a FieldRef, &'a ArrayRef)>,
+) -> Option<NullBuffer> {
+    children
+        .into_iter()
+        .filter(|(field, _)| !field.is_nullable())
+        .filter_map(|(_, array)| array.logical_nulls())
+        .fold(None, |acc: Option<NullBuffer>, nulls| NullBuffer::union(acc.as_ref(), Some(&nulls)))
+        .filter(|nulls| nulls.null_count() > 0)
+}
+
 impl FieldDecoder for StructFieldDecoder {
     fn next_batch(&mut self, num_rows: u64) -> BoxFuture<'_, Result<DecodeTask>> {
         Box::pin(async move {
@@ -59,14 +78,14 @@ impl FieldDecoder for StructFieldDecoder {
             let location = self.location.clone();
             let task: DecodeTask = Box::new(move || {
                 let decode = || -> Result<ArrayRef> {
-                    let nulls = match validity {
-                        Some(pieces) => validity_from_pieces(&pieces)?,
-                        None => None,
-                    };
                     let DataType::Struct(fields) = field.data_type() else {
                         bail!(internal, "struct decoder of a {} field", field.data_type())
                     };
                     let arrays = children.into_iter().map(|task| task()).collect::<Result<Vec<_>>>()?;
+                    let nulls = match validity {
+                        Some(pieces) => validity_from_pieces(&pieces)?,
+                        None => implied_nulls(fields.iter().zip(&arrays)),
+                    };
                     let array = StructArray::try_new_with_length(fields.clone(), arrays, nulls, num_rows as usize)?;
                     Ok(Arc::new(array))
                 };

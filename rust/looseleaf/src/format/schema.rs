@@ -304,6 +304,15 @@ pub fn schema_from_proto(
 }
 
 fn field_from_proto(field: &proto::Field, seen: &mut [bool], in_parent_column: bool) -> Result<FieldColumns> {
+    // The layout of a field depends on its children's types (a fixed-size list of fixed-width
+    // values is one column, of anything else a validity column and its items' columns), so the
+    // whole Arrow field is converted first, and its columns checked against it afterwards.
+    let arrow_field = arrow_field_from_proto(field)?;
+    columns_from_proto(field, &arrow_field, seen, in_parent_column)
+}
+
+/// The Arrow field of a footer field, children included, without looking at columns.
+fn arrow_field_from_proto(field: &proto::Field) -> Result<FieldRef> {
     let name = &field.name;
     let Some(t) = &field.data_type else { bail!(corrupt, "field {name:?} has no type") };
     let kind = TypeKind::try_from(t.kind).unwrap_or(TypeKind::Unknown);
@@ -318,28 +327,23 @@ fn field_from_proto(field: &proto::Field, seen: &mut [bool], in_parent_column: b
         "field {name:?} of type {kind:?} has {} children",
         field.children.len()
     );
-    // The children's types decide the parent's (and whether a fixed-size list keeps its items
-    // in its own column), so they are converted first, with a provisional parent layout.
-    let provisional = match kind {
-        TypeKind::FixedSizeList if field.column.is_some() && field.children.iter().all(|c| c.column.is_none()) => {
-            Layout::Leaf
-        }
-        TypeKind::Struct => Layout::Struct,
-        TypeKind::List | TypeKind::LargeList | TypeKind::Map => Layout::List,
-        TypeKind::FixedSizeList => Layout::FixedSizeList,
-        _ => Layout::Leaf,
-    };
-    let children_in_column = in_parent_column || (provisional == Layout::Leaf && !field.children.is_empty());
-    let children =
-        field.children.iter().map(|c| field_from_proto(c, seen, children_in_column)).collect::<Result<Vec<_>>>()?;
-    let child_fields: Vec<FieldRef> = children.iter().map(|c| c.field.clone()).collect();
-    let data_type = type_from_proto(field, &child_fields)?;
-    let layout = Layout::of(&data_type).map_err(|e| Error::corrupt("", format!("field {name:?}: {e}")))?;
-    ensure!(
-        layout == provisional || in_parent_column,
-        corrupt,
-        "field {name:?} of type {data_type} is laid out as {provisional:?}, not {layout:?}"
-    );
+    let children = field.children.iter().map(arrow_field_from_proto).collect::<Result<Vec<_>>>()?;
+    let data_type = type_from_proto(field, &children)?;
+    Ok(Arc::new(Field::new(name, data_type, field.nullable).with_metadata(field.metadata.clone())))
+}
+
+/// Checks that `field` (converted to `arrow_field`) and its children have exactly the columns
+/// their layout gives them (none inside a parent stored in one column), each column used once,
+/// and returns the field's column tree.
+fn columns_from_proto(
+    field: &proto::Field,
+    arrow_field: &FieldRef,
+    seen: &mut [bool],
+    in_parent_column: bool,
+) -> Result<FieldColumns> {
+    let name = &field.name;
+    let data_type = arrow_field.data_type();
+    let layout = Layout::of(data_type).map_err(|e| Error::corrupt("", format!("field {name:?}: {e}")))?;
     let wants_column = !in_parent_column && layout.has_column(field.nullable);
     ensure!(
         field.column.is_some() == wants_column,
@@ -358,8 +362,15 @@ fn field_from_proto(field: &proto::Field, seen: &mut [bool], in_parent_column: b
             *slot = true;
         }
     }
-    let arrow_field = Field::new(name, data_type, field.nullable).with_metadata(field.metadata.clone());
-    Ok(FieldColumns { field: Arc::new(arrow_field), column: field.column, children })
+    let children_in_column = in_parent_column || layout == Layout::Leaf;
+    // `type_from_proto` made one Arrow child of each footer child, in order.
+    let children = field
+        .children
+        .iter()
+        .zip(child_fields(data_type))
+        .map(|(child, arrow_child)| columns_from_proto(child, &arrow_child, seen, children_in_column))
+        .collect::<Result<Vec<_>>>()?;
+    Ok(FieldColumns { field: arrow_field.clone(), column: field.column, children })
 }
 
 fn unit_from_proto(unit: i32, name: &str) -> Result<TimeUnit> {
