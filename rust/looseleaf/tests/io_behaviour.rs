@@ -10,7 +10,6 @@
 
 mod common;
 
-use std::collections::HashMap;
 use std::ops::Range;
 use std::path::Path;
 use std::sync::Arc;
@@ -21,7 +20,8 @@ use arrow_array::{
 };
 use arrow_schema::{DataType, Field, Schema, SchemaRef};
 use common::{
-    FileLayout, RecordingReader, assert_batch_sizes, assert_batches_equal, random_table, read_to_end, write_file,
+    FileLayout, RecordingReader, assert_batch_sizes, assert_batches_equal, random_table, read_to_end, subtract_reads,
+    write_file,
 };
 use futures::StreamExt;
 use looseleaf::io::{CoalesceOptions, RequestKind};
@@ -279,29 +279,6 @@ async fn mixed_file(path: &Path, num_rows: usize, page_size: u64) -> RecordBatch
 /// The first selected row at or after `start`, in sorted ranges.
 fn first_selected_from(selection: &[Range<u64>], page: Range<u64>) -> Option<u64> {
     selection.iter().find(|r| r.end > page.start && r.start < page.end).map(|r| r.start.max(page.start))
-}
-
-/// Removes each of `planned` from `recorded` (a multiset difference) and returns what is left;
-/// panics if a planned read was not made.
-fn subtract_reads(recorded: &[Range<u64>], planned: &[Range<u64>], what: &str) -> Vec<Range<u64>> {
-    let mut counts: HashMap<(u64, u64), i64> = HashMap::new();
-    for r in recorded {
-        *counts.entry((r.start, r.end)).or_default() += 1;
-    }
-    for r in planned {
-        let count = counts.entry((r.start, r.end)).or_default();
-        *count -= 1;
-        assert!(*count >= 0, "{what}: the plan has read {r:?}, which the read did not make (or made fewer times)");
-    }
-    let mut left = Vec::new();
-    for r in recorded {
-        let count = counts.get_mut(&(r.start, r.end)).unwrap();
-        if *count > 0 {
-            *count -= 1;
-            left.push(r.clone());
-        }
-    }
-    left
 }
 
 struct PlanCheck<'a> {

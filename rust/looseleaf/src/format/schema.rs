@@ -527,4 +527,27 @@ mod tests {
         assert_eq!(columns, vec![vec![0], vec![1, 2, 3], vec![4, 5, 6, 7], vec![8], vec![9], vec![10, 11, 12]]);
         assert!(schema_from_proto(&fields, &BTreeMap::new(), 12).is_err());
     }
+
+    #[test]
+    fn fixed_size_lists_with_a_validity_column_and_items_without_one_round_trip() {
+        // The list has a column (its validity) and its item none (a struct that is not
+        // nullable), like a fixed-size list of fixed-width values stored in one column: the
+        // layout follows from the item's type, not from which fields have columns.
+        let item = DataType::Struct(vec![Field::new("a", DataType::Int32, true)].into());
+        let empty = DataType::Struct(Vec::<Field>::new().into());
+        let schema = Schema::new(vec![
+            Field::new("pairs", DataType::FixedSizeList(Arc::new(Field::new("item", item, false)), 2), true),
+            Field::new("none", DataType::FixedSizeList(Arc::new(Field::new("item", empty, false)), 3), true),
+            Field::new(
+                "vectors",
+                DataType::FixedSizeList(Arc::new(Field::new("item", DataType::Int8, false)), 3),
+                true,
+            ),
+        ]);
+        let fields = schema_to_proto(&schema).unwrap();
+        let (back, trees) = schema_from_proto(&fields, &BTreeMap::new(), 4).unwrap();
+        assert_eq!(back.as_ref(), &schema);
+        let columns: Vec<Vec<u32>> = trees.iter().map(|t| t.columns()).collect();
+        assert_eq!(columns, vec![vec![0, 1], vec![2], vec![3]]);
+    }
 }

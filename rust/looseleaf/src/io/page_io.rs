@@ -142,16 +142,38 @@ impl FollowUpIo {
     }
 }
 
-/// Marks every request it passes on as indirect: the I/O of items scheduled from offsets read
-/// earlier.
-pub struct IndirectIo(pub Arc<dyn EncodingsIo>);
+/// Marks every request it passes on as indirect and as part of the page that started the
+/// indirect step (the items of lists whose offsets were read earlier): each request becomes
+/// urgent when that page's [`Urgency`] is set, like the page's own follow-ups (see
+/// [`FollowUpIo`]), since a decoder waiting for the page waits for them too.
+pub struct IndirectIo {
+    io: Arc<dyn EncodingsIo>,
+    urgency: Urgency,
+}
+
+impl IndirectIo {
+    /// Passes requests on to `io`, tying them to `urgency`, the flag of the page whose indirect
+    /// step makes them.
+    pub fn new(io: Arc<dyn EncodingsIo>, urgency: Urgency) -> Self {
+        Self { io, urgency }
+    }
+}
 
 impl EncodingsIo for IndirectIo {
     fn submit(&self, request: IoRequest) -> IoFuture {
-        self.0.submit(IoRequest { kind: RequestKind::Indirect, ..request })
+        let urgency = match request.urgency {
+            Some(own) => {
+                // Set before the request is queued if the page is already awaited.
+                let linked = own.clone();
+                self.urgency.on_set(move || linked.set());
+                own
+            }
+            None => self.urgency.clone(),
+        };
+        self.io.submit(IoRequest { kind: RequestKind::Indirect, urgency: Some(urgency), ..request })
     }
 
     fn spawn_indirect(&self, hint: IndirectHint, step: BoxFuture<'static, ()>) {
-        self.0.spawn_indirect(hint, step);
+        self.io.spawn_indirect(hint, step);
     }
 }

@@ -13,8 +13,9 @@
 //! lists and hands a follow-up step to a separate task (the scheduling loop goes on): the step
 //! waits for the offsets, works out the items they point at, and schedules those items — with
 //! the exact top-level row each serves as priority ([`RowPriority::Items`]) and as indirect
-//! requests. Each level of list nesting adds one such step. The page's decoder receives the
-//! offsets and a decoder of exactly those items.
+//! requests, urgent whenever the page is (a decoder waiting for the page waits for its items
+//! too; see [`IndirectIo`]). Each level of list nesting adds one such step. The page's decoder
+//! receives the offsets and a decoder of exactly those items.
 
 use std::ops::Range;
 use std::sync::Arc;
@@ -109,7 +110,8 @@ impl ColumnJob for ListColumnJob {
             parent: self.pages.row_priority().clone(),
             items: self.items.clone(),
             context: self.context.clone(),
-            io: Arc::new(IndirectIo(io.clone())),
+            // The items are follow-ups of this page: urgent when the page is.
+            io: Arc::new(IndirectIo::new(io.clone(), urgency.clone())),
         };
         page_io.spawn_indirect(
             self.item_bytes,

@@ -20,12 +20,13 @@ use arrow_array::types::{
     Time64MicrosecondType, Time64NanosecondType,
 };
 use arrow_array::{
-    Array, ArrayRef, BinaryViewArray, BooleanArray, GenericBinaryArray, GenericStringArray, NullArray, PrimitiveArray,
-    RecordBatch, RecordBatchOptions, StringViewArray, make_array,
+    Array, ArrayRef, BinaryViewArray, BooleanArray, FixedSizeListArray, GenericBinaryArray, GenericListArray,
+    GenericStringArray, MapArray, NullArray, OffsetSizeTrait, PrimitiveArray, RecordBatch, RecordBatchOptions,
+    StringViewArray, StructArray, make_array,
 };
-use arrow_buffer::{Buffer, NullBuffer, i256};
+use arrow_buffer::{Buffer, NullBuffer, OffsetBuffer, ScalarBuffer, i256};
 use arrow_data::ArrayDataBuilder;
-use arrow_schema::{DataType, Field, IntervalUnit, Schema, SchemaRef, TimeUnit};
+use arrow_schema::{DataType, Field, FieldRef, Fields, IntervalUnit, Schema, SchemaRef, TimeUnit};
 use bytes::Bytes;
 use futures::TryStreamExt;
 use futures::future::BoxFuture;
@@ -481,6 +482,385 @@ pub fn split_randomly(rng: &mut StdRng, table: &RecordBatch, max_batch: usize) -
 }
 
 // ---------------------------------------------------------------------------------------------
+// Nested types and arrays
+
+/// Limits of the nested type generator.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct NestedLimits {
+    /// Levels of nesting below a top-level field (0: flat types only).
+    pub max_depth: usize,
+    /// Leaves (flat fields and empty structs) of one top-level field, at most: bounds its
+    /// number of columns.
+    pub max_leaves: usize,
+    /// Product of the widths of the lists (counted as 2, about their mean length) and
+    /// fixed-size lists along a path, at most: keeps the item count of the deepest fields
+    /// near `rows × max_fanout`.
+    pub max_fanout: u64,
+}
+
+impl Default for NestedLimits {
+    fn default() -> Self {
+        Self { max_depth: 4, max_leaves: 8, max_fanout: 16 }
+    }
+}
+
+/// Whether `data_type` is stored in one column of fixed-width values (looseleaf stores a
+/// fixed-size list of such values in one column too, so nested paths cannot go into it).
+pub fn is_fixed_width(data_type: &DataType) -> bool {
+    match data_type {
+        DataType::Boolean => true,
+        DataType::FixedSizeBinary(n) => *n > 0,
+        DataType::FixedSizeList(item, n) => *n > 0 && is_fixed_width(item.data_type()),
+        other => other.primitive_width().is_some(),
+    }
+}
+
+/// A random flat type of fixed width (the items of embeddings).
+pub fn random_fixed_width_type(rng: &mut StdRng) -> DataType {
+    loop {
+        let data_type = random_data_type(rng);
+        if is_fixed_width(&data_type) {
+            return data_type;
+        }
+    }
+}
+
+/// A random nested type: structs (some without fields), lists, large lists, fixed-size lists
+/// (of fixed-width values, of strings, of anything; dimension 0 to 5) and maps with string keys,
+/// nested up to `limits.max_depth` levels over the flat types of [`random_data_type`].
+pub fn random_nested_type(rng: &mut StdRng, limits: NestedLimits) -> DataType {
+    let mut leaves = limits.max_leaves;
+    nested_type(rng, limits.max_depth, 1, &mut leaves, limits)
+}
+
+/// A random nested field (see [`random_nested_type`]), nullable or not, sometimes with
+/// metadata.
+pub fn random_nested_field(rng: &mut StdRng, name: &str, limits: NestedLimits) -> Field {
+    let mut leaves = limits.max_leaves;
+    nested_field(rng, name, limits.max_depth, 1, &mut leaves, limits)
+}
+
+fn nested_field(
+    rng: &mut StdRng,
+    name: &str,
+    depth: usize,
+    fanout: u64,
+    leaves: &mut usize,
+    limits: NestedLimits,
+) -> Field {
+    let data_type = nested_type(rng, depth, fanout, leaves, limits);
+    let nullable = matches!(data_type, DataType::Null) || rng.random_bool(0.55);
+    let field = Field::new(name, data_type, nullable);
+    if rng.random_bool(0.1) {
+        field.with_metadata(HashMap::from([("path".to_string(), name.to_string())]))
+    } else {
+        field
+    }
+}
+
+fn nested_type(rng: &mut StdRng, depth: usize, fanout: u64, leaves: &mut usize, limits: NestedLimits) -> DataType {
+    if depth == 0 || *leaves <= 1 || rng.random_bool(0.2) {
+        *leaves = leaves.saturating_sub(1);
+        return random_data_type(rng);
+    }
+    let lists_fit = fanout * 2 <= limits.max_fanout;
+    loop {
+        match rng.random_range(0..100) {
+            0..30 => {
+                let num_fields = if rng.random_bool(0.12) { 0 } else { rng.random_range(1..=3) };
+                if num_fields == 0 {
+                    *leaves = leaves.saturating_sub(1);
+                }
+                let fields: Vec<Field> = (0..num_fields)
+                    .map(|i| nested_field(rng, &format!("f{i}"), depth - 1, fanout, leaves, limits))
+                    .collect();
+                return DataType::Struct(fields.into());
+            }
+            30..45 if lists_fit => {
+                let name = *["item", "element"].choose(rng).unwrap();
+                return DataType::List(Arc::new(nested_field(rng, name, depth - 1, fanout * 2, leaves, limits)));
+            }
+            45..55 if lists_fit => {
+                let name = *["item", "element"].choose(rng).unwrap();
+                return DataType::LargeList(Arc::new(nested_field(rng, name, depth - 1, fanout * 2, leaves, limits)));
+            }
+            55..78 => {
+                let mut dimension: u64 = if rng.random_bool(0.1) { 0 } else { rng.random_range(1..=5) };
+                while dimension > 1 && fanout * dimension > limits.max_fanout {
+                    dimension -= 1;
+                }
+                let inner = fanout * dimension.max(1);
+                let item = match rng.random_range(0..100) {
+                    0..35 => {
+                        *leaves = leaves.saturating_sub(1);
+                        Field::new("item", random_fixed_width_type(rng), rng.random_bool(0.5))
+                    }
+                    35..50 => {
+                        *leaves = leaves.saturating_sub(1);
+                        let data_type = [DataType::Utf8, DataType::LargeUtf8, DataType::Utf8View, DataType::Binary]
+                            .choose(rng)
+                            .unwrap()
+                            .clone();
+                        Field::new("item", data_type, rng.random_bool(0.5))
+                    }
+                    _ => nested_field(rng, "item", depth - 1, inner, leaves, limits),
+                };
+                return DataType::FixedSizeList(Arc::new(item), dimension as i32);
+            }
+            78..100 if lists_fit => {
+                *leaves = leaves.saturating_sub(1);
+                let key = Field::new(*["key", "keys"].choose(rng).unwrap(), DataType::Utf8, false);
+                let name = *["value", "values"].choose(rng).unwrap();
+                let value = nested_field(rng, name, depth - 1, fanout * 2, leaves, limits);
+                let entries = Field::new("entries", DataType::Struct(vec![key, value].into()), false);
+                return DataType::Map(Arc::new(entries), rng.random_bool(0.3));
+            }
+            _ => {}
+        }
+    }
+}
+
+/// A random schema of `1..=max_columns` nested columns named `c0`, `c1`...
+pub fn random_nested_schema(rng: &mut StdRng, max_columns: usize, limits: NestedLimits) -> SchemaRef {
+    let num_columns = rng.random_range(1..=max_columns);
+    let fields: Vec<Field> = (0..num_columns).map(|i| random_nested_field(rng, &format!("c{i}"), limits)).collect();
+    Arc::new(Schema::new(fields))
+}
+
+/// A random table of `num_rows` rows of a (nested) schema.
+pub fn random_nested_table(rng: &mut StdRng, schema: &SchemaRef, num_rows: usize) -> RecordBatch {
+    let columns = schema.fields().iter().map(|field| random_nested_array(rng, field, num_rows, None)).collect();
+    let options = RecordBatchOptions::new().with_row_count(Some(num_rows));
+    RecordBatch::try_new_with_options(schema.clone(), columns, &options).unwrap()
+}
+
+/// A random array of `field`'s type with `len` rows, following Arrow's validity rules: a
+/// nullable field has random nulls (none, a few, many, all); a non-nullable one may have nulls
+/// only where `parent_nulls` (its struct's, or its fixed-size list's expanded) has them, and
+/// sometimes does; list and map items have no parent nulls. Children under null parents hold
+/// random values; null lists sometimes span items; list offsets sometimes start past zero; and
+/// now and then the array is a slice of a longer one. Built with Arrow's checked constructors.
+pub fn random_nested_array(rng: &mut StdRng, field: &Field, len: usize, parent_nulls: Option<&NullBuffer>) -> ArrayRef {
+    if len > 0 && rng.random_bool(0.15) {
+        let (before, after) = (rng.random_range(0..=3), rng.random_range(0..=3));
+        // The padding rows have valid parents, so a non-nullable field has no nulls there.
+        let padded = parent_nulls.map(|nulls| {
+            let valid: Vec<bool> =
+                (0..before).map(|_| true).chain(nulls.iter()).chain((0..after).map(|_| true)).collect();
+            NullBuffer::from(valid)
+        });
+        let array = nested_array(rng, field, before + len + after, padded.as_ref());
+        return array.slice(before, len);
+    }
+    nested_array(rng, field, len, parent_nulls)
+}
+
+fn nested_nulls(rng: &mut StdRng, field: &Field, len: usize, parent_nulls: Option<&NullBuffer>) -> Option<NullBuffer> {
+    if matches!(field.data_type(), DataType::Null) {
+        return None;
+    }
+    if field.is_nullable() {
+        let probability = *[0.0, 0.0, 0.05, 0.3, 0.7, 1.0].choose(rng).unwrap();
+        return random_nulls(rng, len, probability);
+    }
+    let parent = parent_nulls.filter(|_| rng.random_bool(0.6))?;
+    // Arrow lets a non-nullable child hold nulls where its parent is null.
+    let valid: Vec<bool> = (0..len).map(|i| parent.is_valid(i) || rng.random_bool(0.5)).collect();
+    let nulls = NullBuffer::from(valid);
+    (nulls.null_count() > 0).then_some(nulls)
+}
+
+/// The length of a random list: often empty or short, now and then long; a null list is
+/// usually empty but may span items.
+fn random_list_len(rng: &mut StdRng, null: bool) -> usize {
+    if null && rng.random_bool(0.7) {
+        return 0;
+    }
+    match rng.random_range(0..100) {
+        0..30 => 0,
+        30..85 => rng.random_range(1..=3),
+        85..98 => rng.random_range(4..=8),
+        _ => rng.random_range(9..=24),
+    }
+}
+
+/// Random list offsets for `len` lists (starting past zero now and then) and the number of
+/// items they need (with some unused items after the last list now and then).
+fn random_list_offsets<O: OffsetSizeTrait>(
+    rng: &mut StdRng,
+    len: usize,
+    nulls: Option<&NullBuffer>,
+) -> (OffsetBuffer<O>, usize) {
+    let mut offset = if rng.random_bool(0.2) { rng.random_range(1..=3) } else { 0 };
+    let mut offsets = Vec::with_capacity(len + 1);
+    offsets.push(O::usize_as(offset));
+    for i in 0..len {
+        offset += random_list_len(rng, nulls.is_some_and(|n| n.is_null(i)));
+        offsets.push(O::usize_as(offset));
+    }
+    let total = offset + if rng.random_bool(0.2) { rng.random_range(1..=3) } else { 0 };
+    (OffsetBuffer::new(ScalarBuffer::from(offsets)), total)
+}
+
+fn nested_array(rng: &mut StdRng, field: &Field, len: usize, parent_nulls: Option<&NullBuffer>) -> ArrayRef {
+    let nulls = nested_nulls(rng, field, len, parent_nulls);
+    match field.data_type() {
+        DataType::Struct(fields) => {
+            let children = fields.iter().map(|child| random_nested_array(rng, child, len, nulls.as_ref())).collect();
+            Arc::new(StructArray::try_new_with_length(fields.clone(), children, nulls, len).unwrap())
+        }
+        DataType::List(item) => {
+            let (offsets, total) = random_list_offsets::<i32>(rng, len, nulls.as_ref());
+            let values = random_nested_array(rng, item, total, None);
+            Arc::new(GenericListArray::<i32>::try_new(item.clone(), offsets, values, nulls).unwrap())
+        }
+        DataType::LargeList(item) => {
+            let (offsets, total) = random_list_offsets::<i64>(rng, len, nulls.as_ref());
+            let values = random_nested_array(rng, item, total, None);
+            Arc::new(GenericListArray::<i64>::try_new(item.clone(), offsets, values, nulls).unwrap())
+        }
+        DataType::Map(entries, sorted) => {
+            let DataType::Struct(pair) = entries.data_type() else {
+                panic!("map entries of type {}", entries.data_type())
+            };
+            let (offsets, total) = random_list_offsets::<i32>(rng, len, nulls.as_ref());
+            let keys = random_nested_array(rng, &pair[0], total, None);
+            let values = random_nested_array(rng, &pair[1], total, None);
+            let entries_array = StructArray::try_new(pair.clone(), vec![keys, values], None).unwrap();
+            Arc::new(MapArray::try_new(entries.clone(), offsets, entries_array, nulls, *sorted).unwrap())
+        }
+        DataType::FixedSizeList(item, dimension) => {
+            let d = *dimension as usize;
+            let expanded = nulls.as_ref().map(|n| n.expand(d));
+            let values = random_nested_array(rng, item, len * d, expanded.as_ref());
+            Arc::new(FixedSizeListArray::try_new_with_length(item.clone(), *dimension, values, nulls, len).unwrap())
+        }
+        data_type => {
+            let mode = ColumnGen::random(rng, false).mode;
+            let array = random_array(rng, data_type, len, ColumnGen { null_probability: 0.0, mode });
+            match nulls {
+                Some(nulls) => make_array(array.to_data().into_builder().nulls(Some(nulls)).build().unwrap()),
+                None => array,
+            }
+        }
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Nested projections, computed from the original arrays
+
+/// What a projection keeps of a field: all of it, or some children (by index), each narrowed.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Narrowing {
+    /// The whole field.
+    All,
+    /// Some children, in the file's order.
+    Children(std::collections::BTreeMap<usize, Narrowing>),
+}
+
+impl Narrowing {
+    /// Adds the child chain of one path (an empty chain selects the whole field).
+    pub fn merge(&mut self, chain: &[usize]) {
+        let Narrowing::Children(children) = self else { return };
+        match chain.split_first() {
+            None => *self = Narrowing::All,
+            Some((first, rest)) => {
+                children.entry(*first).or_insert_with(|| Narrowing::Children(Default::default())).merge(rest)
+            }
+        }
+    }
+}
+
+/// The dotted paths into `field` a projection may name (through struct children and the items
+/// of lists, fixed-size lists and maps, never into values stored in one column), each with the
+/// chain of child indices it selects. `name` is the field's own path. Items are named (`l.item.x`)
+/// or skipped (`l.x`) at random.
+pub fn nested_paths(rng: &mut StdRng, field: &Field, name: &str) -> Vec<(String, Vec<usize>)> {
+    let mut out = Vec::new();
+    collect_paths(rng, field, name, &[], &mut out);
+    out
+}
+
+fn collect_paths(rng: &mut StdRng, field: &Field, path: &str, chain: &[usize], out: &mut Vec<(String, Vec<usize>)>) {
+    let data_type = field.data_type();
+    if is_fixed_width(data_type) {
+        return;
+    }
+    let children: Vec<FieldRef> = match data_type {
+        DataType::Struct(fields) => fields.iter().cloned().collect(),
+        DataType::List(item)
+        | DataType::LargeList(item)
+        | DataType::FixedSizeList(item, _)
+        | DataType::Map(item, _) => {
+            vec![item.clone()]
+        }
+        _ => return,
+    };
+    let through_items = !matches!(data_type, DataType::Struct(_));
+    for (index, child) in children.iter().enumerate() {
+        let mut child_chain = chain.to_vec();
+        child_chain.push(index);
+        let named = format!("{path}.{}", child.name());
+        out.push((named.clone(), child_chain.clone()));
+        // `l.x` is `l.item.x`: the item's own name may be skipped.
+        let child_path = if through_items && rng.random_bool(0.5) { path.to_string() } else { named };
+        collect_paths(rng, child, &child_path, &child_chain, out);
+    }
+}
+
+/// `array` (of `field`) narrowed to `narrowing`: what a projection of those paths returns,
+/// built from the original array. Maps are returned whole (their entries are always a key and
+/// a value).
+pub fn narrow(field: &FieldRef, array: &ArrayRef, narrowing: &Narrowing) -> (FieldRef, ArrayRef) {
+    let Narrowing::Children(chosen) = narrowing else { return (field.clone(), array.clone()) };
+    let rebuild = |data_type: DataType| {
+        Arc::new(Field::new(field.name(), data_type, field.is_nullable()).with_metadata(field.metadata().clone()))
+    };
+    match field.data_type() {
+        DataType::Struct(fields) => {
+            let array = array.as_any().downcast_ref::<StructArray>().unwrap();
+            let (children, columns): (Vec<FieldRef>, Vec<ArrayRef>) =
+                chosen.iter().map(|(i, sub)| narrow(&fields[*i], array.column(*i), sub)).unzip();
+            let fields = Fields::from(children);
+            let out =
+                StructArray::try_new_with_length(fields.clone(), columns, array.nulls().cloned(), array.len()).unwrap();
+            (rebuild(DataType::Struct(fields)), Arc::new(out))
+        }
+        DataType::List(item) => {
+            let array = array.as_any().downcast_ref::<GenericListArray<i32>>().unwrap();
+            let (item, values) = narrow(item, array.values(), &chosen[&0]);
+            let out =
+                GenericListArray::<i32>::try_new(item.clone(), array.offsets().clone(), values, array.nulls().cloned())
+                    .unwrap();
+            (rebuild(DataType::List(item)), Arc::new(out))
+        }
+        DataType::LargeList(item) => {
+            let array = array.as_any().downcast_ref::<GenericListArray<i64>>().unwrap();
+            let (item, values) = narrow(item, array.values(), &chosen[&0]);
+            let out =
+                GenericListArray::<i64>::try_new(item.clone(), array.offsets().clone(), values, array.nulls().cloned())
+                    .unwrap();
+            (rebuild(DataType::LargeList(item)), Arc::new(out))
+        }
+        DataType::FixedSizeList(item, size) => {
+            let array = array.as_any().downcast_ref::<FixedSizeListArray>().unwrap();
+            let (item, values) = narrow(item, array.values(), &chosen[&0]);
+            let out = FixedSizeListArray::try_new_with_length(
+                item.clone(),
+                *size,
+                values,
+                array.nulls().cloned(),
+                array.len(),
+            )
+            .unwrap();
+            (rebuild(DataType::FixedSizeList(item, *size)), Arc::new(out))
+        }
+        DataType::Map(..) => (field.clone(), array.clone()),
+        other => panic!("cannot narrow a {other}"),
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
 // Writing and reading
 
 /// Writes `batches` to `path` with the given page size.
@@ -680,6 +1060,64 @@ impl RangeReader for RecordingReader {
     }
 }
 
+/// A [`RangeReader`] whose reads each take `delay` (a storage with latency), so that the order
+/// in which a read's requests are issued does not depend on how fast the machine is.
+#[derive(Debug)]
+pub struct SlowReader {
+    inner: Arc<dyn RangeReader>,
+    delay: std::time::Duration,
+}
+
+impl SlowReader {
+    pub fn new(inner: Arc<dyn RangeReader>, delay: std::time::Duration) -> Arc<Self> {
+        Arc::new(Self { inner, delay })
+    }
+}
+
+impl RangeReader for SlowReader {
+    fn location(&self) -> &str {
+        self.inner.location()
+    }
+
+    fn get_range(&self, range: Range<u64>) -> BoxFuture<'_, looseleaf::Result<Bytes>> {
+        Box::pin(async move {
+            tokio::time::sleep(self.delay).await;
+            self.inner.get_range(range).await
+        })
+    }
+
+    fn get_suffix(&self, len: u64) -> BoxFuture<'_, looseleaf::Result<(Bytes, u64)>> {
+        self.inner.get_suffix(len)
+    }
+
+    fn io_defaults(&self) -> IoOptions {
+        self.inner.io_defaults()
+    }
+}
+
+/// Removes each of `planned` from `recorded` (a multiset difference) and returns what is left;
+/// panics if a planned read was not made.
+pub fn subtract_reads(recorded: &[Range<u64>], planned: &[Range<u64>], what: &str) -> Vec<Range<u64>> {
+    let mut counts: HashMap<(u64, u64), i64> = HashMap::new();
+    for r in recorded {
+        *counts.entry((r.start, r.end)).or_default() += 1;
+    }
+    for r in planned {
+        let count = counts.entry((r.start, r.end)).or_default();
+        *count -= 1;
+        assert!(*count >= 0, "{what}: the plan has read {r:?}, which the read did not make (or made fewer times)");
+    }
+    let mut left = Vec::new();
+    for r in recorded {
+        let count = counts.get_mut(&(r.start, r.end)).unwrap();
+        if *count > 0 {
+            *count -= 1;
+            left.push(r.clone());
+        }
+    }
+    left
+}
+
 // ---------------------------------------------------------------------------------------------
 // File layout, parsed from the bytes with the format module alone (no reader involved)
 
@@ -694,6 +1132,10 @@ pub struct PageLayout {
     pub buffers: Vec<Range<u64>>,
     /// Byte ranges of the data buffers of variable-width encodings.
     pub data_buffers: Vec<Range<u64>>,
+    /// Byte ranges of the offsets buffers of list offsets encodings (pages of list columns).
+    pub list_offsets: Vec<Range<u64>>,
+    /// For pages of list columns, the number of items their lists hold.
+    pub num_items: u64,
 }
 
 /// Where everything of a file is.
@@ -725,9 +1167,16 @@ impl FileLayout {
                 .iter()
                 .map(|page| {
                     let buffers: Vec<Range<u64>> = page.buffers.iter().map(|b| b.offset..b.offset + b.size).collect();
-                    let mut data_buffers = Vec::new();
-                    collect_data_buffers(page.encoding.as_ref(), &buffers, &mut data_buffers);
-                    let layout = PageLayout { first_row, num_rows: page.num_rows, buffers, data_buffers };
+                    let (mut data_buffers, mut list_offsets) = (Vec::new(), Vec::new());
+                    collect_data_buffers(page.encoding.as_ref(), &buffers, &mut data_buffers, &mut list_offsets);
+                    let layout = PageLayout {
+                        first_row,
+                        num_rows: page.num_rows,
+                        buffers,
+                        data_buffers,
+                        list_offsets,
+                        num_items: page.num_items,
+                    };
                     first_row += page.num_rows;
                     layout
                 })
@@ -770,11 +1219,14 @@ impl FileLayout {
 fn collect_data_buffers(
     encoding: Option<&looseleaf::format::proto::Encoding>,
     buffers: &[Range<u64>],
-    out: &mut Vec<Range<u64>>,
+    data: &mut Vec<Range<u64>>,
+    list_offsets: &mut Vec<Range<u64>>,
 ) {
     match encoding.and_then(|e| e.kind.as_ref()) {
-        Some(Kind::Binary(binary)) => out.push(buffers[binary.data_buffer as usize].clone()),
-        Some(Kind::Nullable(nullable)) => collect_data_buffers(nullable.values.as_deref(), buffers, out),
+        Some(Kind::Binary(binary)) => data.push(buffers[binary.data_buffer as usize].clone()),
+        Some(Kind::ListOffsets(offsets)) => list_offsets.push(buffers[offsets.buffer as usize].clone()),
+        Some(Kind::Nullable(nullable)) => collect_data_buffers(nullable.values.as_deref(), buffers, data, list_offsets),
+        Some(Kind::FixedSizeList(list)) => collect_data_buffers(list.values.as_deref(), buffers, data, list_offsets),
         _ => {}
     }
 }
