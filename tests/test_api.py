@@ -29,7 +29,8 @@ def table() -> pa.Table:
 @pytest.fixture
 def path(tmp_path, table):
     path = tmp_path / "t.leaf"
-    looseleaf.write_table(table, path, page_size=16_384)
+    # Plain values: these tests reason about the layout of pages.
+    looseleaf.write_table(table, path, page_size=16_384, encodings="plain")
     return path
 
 
@@ -52,7 +53,7 @@ def test_schema_rows_and_metadata(path, table):
     # 8-byte ids in 16 KiB pages: ten pages; 1-byte values in ten times fewer.
     assert by_field["id"]["num_pages"] == 10
     assert by_field["small"]["num_pages"] == 2
-    assert {p["encoding"] for p in by_field["name"]["pages"]} == {"nullable(binary(offsets=32))"}
+    assert {p["encoding"] for p in by_field["name"]["pages"]} == {"nullable(binary(offsets=plain(32)))"}
     assert {p["encoding"] for p in by_field["nothing"]["pages"]} == {"all_null"}
     assert by_field["nothing"]["bytes"] == 0
     assert {p["encoding"] for p in by_field["id"]["pages"]} == {"plain(64)"}
@@ -87,7 +88,7 @@ def test_few_rows_of_large_string_pages_use_indirect_io(tmp_path):
     n = 200_000
     table = pa.table({"s": pa.array([f"value number {i}" for i in range(n)])})
     path = tmp_path / "strings.leaf"
-    looseleaf.write_table(table, path, page_size=1 << 20)
+    looseleaf.write_table(table, path, page_size=1 << 20, encodings="plain")
     reader = looseleaf.open(path)
     plan = reader.plan(indices=[3, 150_000])
     # One page each: their offsets first (direct), then their bytes (indirect, bounded).
@@ -117,7 +118,7 @@ def test_backpressure_keeps_buffered_bytes_under_the_budget(tmp_path):
     n = 400_000
     table = pa.table({"a": pa.array(range(n), pa.int64()), "b": pa.array(range(n), pa.float64())})
     path = tmp_path / "big.leaf"
-    looseleaf.write_table(table, path, page_size=64 * 1024)
+    looseleaf.write_table(table, path, page_size=64 * 1024, encodings="plain")
     budget = 512 * 1024
     reader = looseleaf.open(path, io_buffer_bytes=budget)
     stream = reader.stream(batch_size=1024)

@@ -56,6 +56,7 @@ class FileReader:
         batch_size: int | None = None,
         io_depth: int | None = None,
         io_buffer_bytes: int | None = None,
+        dictionary_columns: list[str] | None = None,
     ) -> ReadStream: ...
     def read_table(
         self,
@@ -65,6 +66,7 @@ class FileReader:
         batch_size: int | None = None,
         io_depth: int | None = None,
         io_buffer_bytes: int | None = None,
+        dictionary_columns: list[str] | None = None,
     ) -> Batches: ...
     def take(self, indices: object, columns: list[str] | None = None) -> Batches: ...
     def plan(
@@ -79,7 +81,15 @@ class FileWriter:
     """Writes record batches to a looseleaf file; nothing is visible until ``finish``."""
 
     def __init__(
-        self, path: str | PathLike[str], schema: object, *, page_size: int | None = None
+        self,
+        path: str | PathLike[str],
+        schema: object,
+        *,
+        page_size: int | None = None,
+        compression: str | None = None,
+        compression_level: int | None = None,
+        encodings: dict[str, tuple[str | None, list[str]]] | None = None,
+        statistics: bool = True,
     ) -> None: ...
     @property
     def schema(self) -> ArrowSchema: ...

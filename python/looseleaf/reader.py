@@ -98,6 +98,7 @@ class FileReader:
         batch_size: int | None = None,
         io_depth: int | None = None,
         io_buffer_bytes: int | None = None,
+        dictionary_columns: Sequence[str] | None = None,
     ) -> _looseleaf.ReadStream:
         """Starts a read and returns the native stream, which exports its batches through
         ``__arrow_c_stream__`` (once) and reports its I/O counters with ``io_stats()``."""
@@ -108,6 +109,7 @@ class FileReader:
             batch_size=count_arg("batch_size", batch_size, minimum=1),
             io_depth=count_arg("io_depth", io_depth, minimum=1),
             io_buffer_bytes=count_arg("io_buffer_bytes", io_buffer_bytes, minimum=1),
+            dictionary_columns=columns_arg(dictionary_columns),
         )
 
     def read_all(
@@ -117,13 +119,22 @@ class FileReader:
         batch_size: int | None = None,
         io_depth: int | None = None,
         io_buffer_bytes: int | None = None,
+        dictionary_columns: Sequence[str] | None = None,
     ) -> pa.RecordBatchReader:
         """Streams every row (of ``columns``, in that order) as batches of ``batch_size`` rows.
 
         Memory stays bounded by the I/O buffer plus the batches being decoded, whatever the
-        file size."""
+        file size. Columns named in ``dictionary_columns`` come back as dictionary arrays
+        (dictionary-encoded pages without materialising their values); columns written from
+        dictionary arrays always do."""
         return pa.RecordBatchReader.from_stream(
-            self.stream(columns, batch_size=batch_size, io_depth=io_depth, io_buffer_bytes=io_buffer_bytes)
+            self.stream(
+                columns,
+                batch_size=batch_size,
+                io_depth=io_depth,
+                io_buffer_bytes=io_buffer_bytes,
+                dictionary_columns=dictionary_columns,
+            )
         )
 
     def read_range(
@@ -157,13 +168,16 @@ class FileReader:
         start: int | None = None,
         num_rows: int | None = None,
         batch_size: int | None = None,
+        dictionary_columns: Sequence[str] | None = None,
     ) -> pa.Table:
-        """Reads every row (or ``start``/``num_rows``) into a table."""
+        """Reads every row (or ``start``/``num_rows``) into a table (``dictionary_columns`` as
+        in :meth:`read_all`)."""
         batches = self._native.read_table(
             columns=columns_arg(columns),
             start=count_arg("start", start),
             num_rows=count_arg("num_rows", num_rows),
             batch_size=count_arg("batch_size", batch_size, minimum=1),
+            dictionary_columns=columns_arg(dictionary_columns),
         )
         return pa.table(batches)
 

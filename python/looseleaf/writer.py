@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import os
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 import pyarrow as pa
@@ -26,15 +26,40 @@ class FileWriter:
     they fill, so memory stays around one page (``page_size`` bytes) per column whatever the
     batch sizes.
 
+    Each page's encoding is chosen from its values (bit-packing, delta, dictionary, run-length,
+    FSST, constant or plain). ``encodings`` forces or forbids encodings per column (dotted
+    paths; ``"*"`` for all other columns): ``{"id": "delta"}`` forces one,
+    ``{"comment": {"forbid": ["fsst"]}}`` forbids some, ``{"*": {"forbid": [...]}}`` sets the
+    default; ``encodings="plain"`` stores every value plain. ``compression`` (``"lz4"`` or
+    ``"zstd"``, at ``compression_level``) compresses whole pages on top, at the cost of reading
+    a whole page for any row of it. ``statistics`` stores each page's null count, minimum and
+    maximum.
+
     >>> with FileWriter("out.leaf", table.schema) as writer:  # doctest: +SKIP
     ...     writer.write_table(table)
     """
 
-    def __init__(self, path: PathLike, schema: pa.Schema, *, page_size: int | None = None) -> None:
+    def __init__(
+        self,
+        path: PathLike,
+        schema: pa.Schema,
+        *,
+        page_size: int | None = None,
+        compression: str | None = None,
+        compression_level: int | None = None,
+        encodings: Mapping[str, Any] | str | None = None,
+        statistics: bool = True,
+    ) -> None:
         if not isinstance(schema, pa.Schema):
             raise InvalidArgumentError(f"schema must be a pyarrow.Schema, got {type(schema).__name__}")
         self._native = _looseleaf.FileWriter(
-            path, schema, page_size=count_arg("page_size", page_size, minimum=1)
+            path,
+            schema,
+            page_size=count_arg("page_size", page_size, minimum=1),
+            compression=compression,
+            compression_level=compression_level,
+            encodings=_encodings_arg(encodings),
+            statistics=bool(statistics),
         )
         self.schema = schema
         self.path = os.fspath(path)
@@ -92,13 +117,19 @@ class FileWriter:
 
 
 def write_table(
-    data: Any, path: PathLike, *, schema: pa.Schema | None = None, page_size: int | None = None
+    data: Any,
+    path: PathLike,
+    *,
+    schema: pa.Schema | None = None,
+    page_size: int | None = None,
+    **options: Any,
 ) -> dict[str, int]:
     """Writes Arrow data to a new looseleaf file at ``path``.
 
     ``data`` is a ``pyarrow.Table``, ``RecordBatch``, ``RecordBatchReader``, anything with
     ``__arrow_c_stream__``, or an iterable of record batches (then ``schema`` is needed if it
-    may be empty). ``page_size`` is the target page size in bytes (default 8 MiB).
+    may be empty). ``page_size`` is the target page size in bytes (default 8 MiB); other
+    keyword arguments are :class:`FileWriter`'s (``compression``, ``encodings``, ...).
     Returns ``{"num_rows": ..., "num_bytes": ...}``."""
     if isinstance(data, pa.RecordBatch):
         data = pa.Table.from_batches([data])
@@ -106,7 +137,7 @@ def write_table(
         if not isinstance(data, pa.Table | pa.RecordBatchReader):
             data = pa.RecordBatchReader.from_stream(data)
         schema = data.schema
-        with FileWriter(path, schema, page_size=page_size) as writer:
+        with FileWriter(path, schema, page_size=page_size, **options) as writer:
             writer.write_table(data)
             return writer.close()
     if isinstance(data, Iterable):
@@ -115,10 +146,43 @@ def write_table(
         if first is None and schema is None:
             raise InvalidArgumentError("cannot infer a schema from no batches: pass schema=")
         schema = schema if schema is not None else first.schema
-        with FileWriter(path, schema, page_size=page_size) as writer:
+        with FileWriter(path, schema, page_size=page_size, **options) as writer:
             if first is not None:
                 writer.write_batch(first)
             for batch in batches:
                 writer.write_batch(batch)
             return writer.close()
     raise InvalidArgumentError(f"cannot write a {type(data).__name__}: expected Arrow data")
+
+
+#: Every encoding but plain values.
+_LIGHTWEIGHT = ["constant", "bitpacked", "delta", "rle", "dictionary", "fsst"]
+
+
+def _encodings_arg(
+    encodings: Mapping[str, Any] | str | None,
+) -> dict[str, tuple[str | None, list[str]]] | None:
+    """``{column: "name" | {"force": "name", "forbid": [...]}}`` (or ``"plain"`` for plain
+    values everywhere) as the bindings take it."""
+    if encodings is None:
+        return None
+    if encodings == "plain":
+        return {"*": (None, list(_LIGHTWEIGHT))}
+    if not isinstance(encodings, Mapping):
+        raise InvalidArgumentError(
+            f"encodings must be a mapping of column names, got {type(encodings).__name__}"
+        )
+    out: dict[str, tuple[str | None, list[str]]] = {}
+    for column, policy in encodings.items():
+        if isinstance(policy, str):
+            out[column] = (policy, [])
+        elif isinstance(policy, Mapping) and set(policy) <= {"force", "forbid"}:
+            forbid = policy.get("forbid", [])
+            if isinstance(forbid, str):
+                forbid = [forbid]
+            out[column] = (policy.get("force"), list(forbid))
+        else:
+            raise InvalidArgumentError(
+                f"the encodings of {column!r} must be an encoding name or {{'force': ..., 'forbid': [...]}}"
+            )
+    return out

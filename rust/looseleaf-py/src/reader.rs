@@ -9,7 +9,7 @@ use arrow_schema::DataType;
 use futures::StreamExt;
 use looseleaf::format::schema::FieldColumns;
 use looseleaf::io::{IoPlan, RequestKind};
-use looseleaf::{FileReader, IoOptions, IoStats, ReadBuilder, RowSelection};
+use looseleaf::{FileReader, IoOptions, IoStats, ReadBuilder, RowSelection, StatValue};
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyList};
 
@@ -176,6 +176,10 @@ impl PyFileReader {
                 p.set_item("encoding", &page.encoding)?;
                 p.set_item("buffer_sizes", page.buffer_sizes.clone())?;
                 p.set_item("bytes", page.buffer_sizes.iter().sum::<u64>())?;
+                p.set_item("compression", format!("{:?}", page.compression).to_lowercase())?;
+                p.set_item("null_count", page.null_count)?;
+                p.set_item("min", page.min.as_ref().map(|v| stat_value(py, v)).transpose()?)?;
+                p.set_item("max", page.max.as_ref().map(|v| stat_value(py, v)).transpose()?)?;
                 pages.append(p)?;
             }
             entry.set_item("pages", pages)?;
@@ -186,7 +190,7 @@ impl PyFileReader {
     }
 
     /// Starts a read; the result exports its batches through `__arrow_c_stream__`.
-    #[pyo3(signature = (columns = None, start = None, num_rows = None, batch_size = None, io_depth = None, io_buffer_bytes = None))]
+    #[pyo3(signature = (columns = None, start = None, num_rows = None, batch_size = None, io_depth = None, io_buffer_bytes = None, dictionary_columns = None))]
     #[allow(clippy::too_many_arguments)]
     fn scan(
         &self,
@@ -197,12 +201,15 @@ impl PyFileReader {
         batch_size: Option<usize>,
         io_depth: Option<usize>,
         io_buffer_bytes: Option<u64>,
+        dictionary_columns: Option<Vec<String>>,
     ) -> PyResult<PyReadStream> {
         if batch_size == Some(0) {
             return Err(invalid_argument("batch_size must be at least 1"));
         }
-        let mut read =
-            self.builder(columns, start, num_rows, None)?.with_io_options(self.io_options(io_depth, io_buffer_bytes)?);
+        let mut read = self
+            .builder(columns, start, num_rows, None)?
+            .with_io_options(self.io_options(io_depth, io_buffer_bytes)?)
+            .with_dictionary_columns(dictionary_columns.unwrap_or_default());
         if let Some(batch_size) = batch_size.or(self.batch_size) {
             read = read.with_batch_size(batch_size);
         }
@@ -212,7 +219,7 @@ impl PyFileReader {
 
     /// Reads to the end and returns all batches (errors raise looseleaf's exceptions, which a
     /// stream consumed by pyarrow cannot do).
-    #[pyo3(signature = (columns = None, start = None, num_rows = None, batch_size = None, io_depth = None, io_buffer_bytes = None))]
+    #[pyo3(signature = (columns = None, start = None, num_rows = None, batch_size = None, io_depth = None, io_buffer_bytes = None, dictionary_columns = None))]
     #[allow(clippy::too_many_arguments)]
     fn read_table(
         &self,
@@ -223,12 +230,15 @@ impl PyFileReader {
         batch_size: Option<usize>,
         io_depth: Option<usize>,
         io_buffer_bytes: Option<u64>,
+        dictionary_columns: Option<Vec<String>>,
     ) -> PyResult<PyBatches> {
         if batch_size == Some(0) {
             return Err(invalid_argument("batch_size must be at least 1"));
         }
-        let mut read =
-            self.builder(columns, start, num_rows, None)?.with_io_options(self.io_options(io_depth, io_buffer_bytes)?);
+        let mut read = self
+            .builder(columns, start, num_rows, None)?
+            .with_io_options(self.io_options(io_depth, io_buffer_bytes)?)
+            .with_dictionary_columns(dictionary_columns.unwrap_or_default());
         if let Some(batch_size) = batch_size.or(self.batch_size) {
             read = read.with_batch_size(batch_size);
         }
@@ -334,6 +344,17 @@ fn plan_dict<'py>(py: Python<'py>, plan: &IoPlan, paths: &HashMap<u32, String>) 
     }
     out.set_item("request_list", requests)?;
     Ok(out)
+}
+
+/// A statistics bound as a Python value.
+fn stat_value<'py>(py: Python<'py>, value: &StatValue) -> PyResult<Bound<'py, PyAny>> {
+    Ok(match value {
+        StatValue::Int(v) => v.into_pyobject(py)?.into_any(),
+        StatValue::Float(v) => v.into_pyobject(py)?.into_any(),
+        StatValue::Bool(v) => v.into_pyobject(py)?.to_owned().into_any(),
+        StatValue::Utf8(v) => v.into_pyobject(py)?.into_any(),
+        StatValue::Bytes(v) => pyo3::types::PyBytes::new(py, v).into_any(),
+    })
 }
 
 /// I/O counters as a dict.

@@ -2,7 +2,9 @@
 
 use std::sync::Mutex;
 
-use looseleaf::{FileWriter, WriterOptions};
+use std::collections::HashMap;
+
+use looseleaf::{Compression, EncodingKind, EncodingPolicy, FileWriter, WriterOptions};
 use pyo3::prelude::*;
 use pyo3::types::PyDict;
 
@@ -44,21 +46,45 @@ impl PyFileWriter {
 #[pymethods]
 impl PyFileWriter {
     #[new]
-    #[pyo3(signature = (path, schema, *, page_size = None))]
+    #[pyo3(signature = (path, schema, *, page_size = None, compression = None, compression_level = None, encodings = None, statistics = true))]
+    #[allow(clippy::too_many_arguments)]
     fn new(
         py: Python<'_>,
         path: &Bound<'_, PyAny>,
         schema: &Bound<'_, PyAny>,
         page_size: Option<u64>,
+        compression: Option<String>,
+        compression_level: Option<i32>,
+        encodings: Option<HashMap<String, (Option<String>, Vec<String>)>>,
+        statistics: bool,
     ) -> PyResult<Self> {
         let (location, display) = Location::parse(path)?;
         let schema = import_schema(schema)?;
-        let mut options = WriterOptions::default();
+        let mut options = WriterOptions::default().with_statistics(statistics);
         if let Some(page_size) = page_size {
             if page_size == 0 {
                 return Err(invalid_argument("page_size must be at least 1 byte"));
             }
-            options.page_size = page_size;
+            options = options.with_page_size(page_size);
+        }
+        let codec = match compression.as_deref() {
+            None | Some("none") => Compression::None,
+            Some("lz4") => Compression::Lz4,
+            Some("zstd") => Compression::Zstd,
+            Some(other) => return Err(invalid_argument(format!("unknown compression {other:?} (none, lz4, zstd)"))),
+        };
+        options = options.with_compression(codec, compression_level.unwrap_or(3));
+        // `{column: (forced encoding, forbidden encodings)}`; the column "*" sets the default.
+        for (column, (force, forbid)) in encodings.unwrap_or_default() {
+            let policy = EncodingPolicy {
+                force: force.map(|f| f.parse::<EncodingKind>()).transpose().py_err()?,
+                forbid: forbid.iter().map(|f| f.parse::<EncodingKind>()).collect::<Result<_, _>>().py_err()?,
+            };
+            options = if column == "*" {
+                options.with_default_encoding_policy(policy)
+            } else {
+                options.with_encoding_policy(column, policy)
+            };
         }
         let writer = wait(py, location.create(schema, options))?.py_err()?;
         Ok(Self { writer: Mutex::new(Some(writer)), location: display })

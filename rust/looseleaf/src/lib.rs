@@ -66,7 +66,10 @@ mod reader;
 pub mod scheduler;
 mod writer;
 
+pub use encodings::statistics::StatValue;
+pub use encodings::strategy::{ColumnPolicies, EncodingKind, EncodingPolicy};
 pub use error::{Error, Result, SourceError};
+pub use format::proto::Compression;
 pub use io::{IoOptions, IoPlan, IoStats};
 pub use reader::{
     ColumnSummary, DEFAULT_BATCH_BYTES, DEFAULT_BATCH_SIZE, FileMetadata, FileReader, PageSummary, ReadBuilder,

@@ -22,8 +22,9 @@ use futures::stream::BoxStream;
 use futures::{Stream, StreamExt, TryStreamExt};
 
 use crate::decoder::DecodeBatchStream;
+use crate::encodings::statistics::{StatValue, decode_bound};
 use crate::error::{Error, Result, bail, ensure};
-use crate::format::proto::{ColumnMetadata, Footer};
+use crate::format::proto::{ColumnMetadata, Compression, Footer};
 use crate::format::schema::{FieldColumns, schema_from_proto};
 use crate::format::{self, ColumnEntry, FileTail, TAIL_LEN};
 use crate::io::{
@@ -333,6 +334,18 @@ fn describe_columns(
                     num_rows: p.num_rows,
                     encoding: crate::encodings::physical::describe(p.encoding.as_ref()),
                     buffer_sizes: p.buffers.iter().map(|b| b.size).collect(),
+                    compression: Compression::try_from(p.compression).unwrap_or(Compression::None),
+                    null_count: p.statistics.as_ref().map(|s| s.null_count),
+                    min: p
+                        .statistics
+                        .as_ref()
+                        .and_then(|s| s.min.as_deref())
+                        .and_then(|b| decode_bound(b, tree.field.data_type())),
+                    max: p
+                        .statistics
+                        .as_ref()
+                        .and_then(|s| s.max.as_deref())
+                        .and_then(|b| decode_bound(b, tree.field.data_type())),
                 })
                 .collect(),
         });
@@ -377,8 +390,16 @@ pub struct PageSummary {
     pub num_rows: u64,
     /// The encoding tree, as text.
     pub encoding: String,
-    /// Size of each buffer in bytes.
+    /// Size of each buffer in bytes (as stored).
     pub buffer_sizes: Vec<u64>,
+    /// General-purpose compression of the page.
+    pub compression: Compression,
+    /// Null count, if statistics were written.
+    pub null_count: Option<u64>,
+    /// Smallest non-null value, if known.
+    pub min: Option<StatValue>,
+    /// Largest non-null value, if known.
+    pub max: Option<StatValue>,
 }
 
 /// Describes a read of a [`FileReader`]; see [`FileReader::read`].
@@ -393,6 +414,8 @@ pub struct ReadBuilder {
     decode_parallelism: Option<usize>,
     /// A row range given backwards, reported when the read starts.
     inverted_range: Option<Range<u64>>,
+    /// Top-level columns to return as dictionary arrays.
+    dictionary_columns: Vec<String>,
 }
 
 impl ReadBuilder {
@@ -405,12 +428,21 @@ impl ReadBuilder {
             io: None,
             decode_parallelism: None,
             inverted_range: None,
+            dictionary_columns: Vec::new(),
         }
     }
 
     /// Reads only these top-level columns, in this order.
     pub fn with_columns(self, columns: Vec<String>) -> Self {
         Self { columns: Some(columns), ..self }
+    }
+
+    /// Returns these top-level columns (of flat types) as `DictionaryArray`s with `Int32` keys:
+    /// dictionary-encoded pages keep their dictionary without materialising the values, other
+    /// pages are dictionary-encoded as they are read. Columns written from dictionary arrays are
+    /// returned as dictionaries anyway.
+    pub fn with_dictionary_columns(self, columns: Vec<String>) -> Self {
+        Self { dictionary_columns: columns, ..self }
     }
 
     /// Reads only the rows of `range` (an error at the start of the read if `range.start >
@@ -456,7 +488,15 @@ impl ReadBuilder {
         }
         let selection = self.selection.clone().unwrap_or_else(|| RowSelection::all(file.num_rows()));
         selection.check_bounds(file.num_rows())?;
-        let fields = file.project(self.columns.as_deref())?;
+        let mut fields = file.project(self.columns.as_deref())?;
+        for name in &self.dictionary_columns {
+            let mut found = false;
+            for tree in fields.iter_mut().filter(|t| t.field.name() == name) {
+                found = true;
+                tree.field = as_dictionary(&tree.field)?;
+            }
+            ensure!(found, invalid, "dictionary column {name:?} is not among the columns read");
+        }
         let schema = Arc::new(Schema::new_with_metadata(
             fields.iter().map(|f| f.field.clone()).collect::<Vec<_>>(),
             file.schema().metadata().clone(),
@@ -515,6 +555,22 @@ impl ReadBuilder {
         drop(stream);
         Ok(planner.plan())
     }
+}
+
+/// `field` with its flat type read as a dictionary of `Int32` keys.
+fn as_dictionary(field: &arrow_schema::FieldRef) -> Result<arrow_schema::FieldRef> {
+    let data_type = field.data_type();
+    let dictionary = match data_type {
+        DataType::Dictionary(..) => return Ok(field.clone()),
+        value
+            if crate::format::schema::Layout::of(value).ok() == Some(crate::format::schema::Layout::Leaf)
+                && !matches!(value, DataType::FixedSizeList(..) | DataType::Null) =>
+        {
+            DataType::Dictionary(Box::new(DataType::Int32), Box::new(value.clone()))
+        }
+        other => bail!(invalid, "column {:?} of type {other} cannot be read as a dictionary", field.name()),
+    };
+    Ok(Arc::new(field.as_ref().clone().with_data_type(dictionary)))
 }
 
 /// The default batch size for rows of `row_bytes` stored bytes.

@@ -395,8 +395,9 @@ async fn abandoned_writers_leave_nothing_behind() {
     let schema = writer_schema();
     let path = dir.path().join("dropped.leaf");
     {
-        let mut writer =
-            FileWriter::create_path(&path, schema.clone(), WriterOptions { page_size: 1024 }).await.unwrap();
+        let mut writer = FileWriter::create_path(&path, schema.clone(), WriterOptions::default().with_page_size(1024))
+            .await
+            .unwrap();
         for i in 0..20 {
             writer.write(&writer_batch(&schema, i * 1000, 1000)).await.unwrap();
         }
@@ -406,7 +407,8 @@ async fn abandoned_writers_leave_nothing_behind() {
     assert_eq!(wait_for_entries(dir.path(), &[]).await, Vec::<String>::new(), "a dropped writer left files behind");
 
     let path = dir.path().join("aborted.leaf");
-    let mut writer = FileWriter::create_path(&path, schema.clone(), WriterOptions { page_size: 1024 }).await.unwrap();
+    let mut writer =
+        FileWriter::create_path(&path, schema.clone(), WriterOptions::default().with_page_size(1024)).await.unwrap();
     writer.write(&writer_batch(&schema, 0, 5000)).await.unwrap();
     writer.abort().await.unwrap();
     assert!(!path.exists(), "an aborted writer left a file at its path");
@@ -414,7 +416,8 @@ async fn abandoned_writers_leave_nothing_behind() {
 
     // A finished writer leaves its file and nothing else.
     let path = dir.path().join("finished.leaf");
-    let mut writer = FileWriter::create_path(&path, schema.clone(), WriterOptions { page_size: 1024 }).await.unwrap();
+    let mut writer =
+        FileWriter::create_path(&path, schema.clone(), WriterOptions::default().with_page_size(1024)).await.unwrap();
     writer.write(&writer_batch(&schema, 0, 10)).await.unwrap();
     writer.finish().await.unwrap();
     assert_eq!(wait_for_entries(dir.path(), &["finished.leaf"]).await, vec!["finished.leaf".to_string()]);
@@ -425,7 +428,8 @@ async fn writers_reject_batches_that_do_not_match_their_schema() {
     let dir = tempfile::tempdir().unwrap();
     let schema = writer_schema();
     let path = dir.path().join("schema.leaf");
-    let mut writer = FileWriter::create_path(&path, schema.clone(), WriterOptions { page_size: 256 }).await.unwrap();
+    let mut writer =
+        FileWriter::create_path(&path, schema.clone(), WriterOptions::default().with_page_size(256)).await.unwrap();
     writer.write(&writer_batch(&schema, 0, 100)).await.unwrap();
 
     let ids = Arc::new(Int64Array::from_iter_values(0..3));
@@ -496,7 +500,7 @@ async fn writers_reject_batches_that_do_not_match_their_schema() {
 async fn writers_reject_bad_options_and_unsupported_types() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("options.leaf");
-    let result = FileWriter::create_path(&path, writer_schema(), WriterOptions { page_size: 0 }).await;
+    let result = FileWriter::create_path(&path, writer_schema(), WriterOptions::default().with_page_size(0)).await;
     assert!(matches!(result, Err(Error::InvalidArgument(_))), "{result:?}");
     let list_view = DataType::ListView(Arc::new(Field::new_list_field(DataType::Int32, true)));
     let nested = Arc::new(Schema::new(vec![Field::new("l", list_view, true)]));

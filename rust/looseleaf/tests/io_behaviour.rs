@@ -21,7 +21,7 @@ use arrow_array::{
 use arrow_schema::{DataType, Field, Schema, SchemaRef};
 use common::{
     FileLayout, RecordingReader, assert_batch_sizes, assert_batches_equal, random_table, read_to_end, subtract_reads,
-    write_file,
+    write_file_plain,
 };
 use futures::StreamExt;
 use looseleaf::io::{CoalesceOptions, RequestKind};
@@ -47,7 +47,7 @@ async fn numeric_file(path: &Path, num_rows: usize, page_size: u64) -> RecordBat
     let table = RecordBatch::try_new(schema.clone(), columns).unwrap();
     let batches: Vec<RecordBatch> =
         (0..num_rows).step_by(50_000).map(|start| table.slice(start, 50_000.min(num_rows - start))).collect();
-    write_file(path, &schema, &batches, page_size).await;
+    write_file_plain(path, &schema, &batches, page_size).await;
     table
 }
 
@@ -206,7 +206,7 @@ async fn reads_are_issued_in_top_level_row_order() {
         ],
     )
     .unwrap();
-    write_file(&path, &schema, std::slice::from_ref(&table), 1024).await;
+    write_file_plain(&path, &schema, std::slice::from_ref(&table), 1024).await;
     let layout = FileLayout::parse(&std::fs::read(&path).unwrap());
     let page_counts: Vec<usize> = layout.columns.iter().map(|c| c.len()).collect();
     assert!(page_counts[0] < page_counts[1] && page_counts[1] < page_counts[2], "page counts {page_counts:?}");
@@ -272,7 +272,7 @@ async fn mixed_file(path: &Path, num_rows: usize, page_size: u64) -> RecordBatch
     ]));
     let mut rng = common::rng(42);
     let table = random_table(&mut rng, &schema, num_rows);
-    write_file(path, &schema, std::slice::from_ref(&table), page_size).await;
+    write_file_plain(path, &schema, std::slice::from_ref(&table), page_size).await;
     table
 }
 

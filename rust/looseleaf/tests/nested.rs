@@ -21,7 +21,7 @@ use arrow_schema::{Schema, SchemaRef};
 use common::{
     FileLayout, Narrowing, NestedLimits, RecordingReader, assert_batch_sizes, assert_batches_equal, narrow,
     nested_paths, random_nested_schema, random_nested_table, read_to_end, runtime, split_randomly,
-    with_random_settings, write_file,
+    with_random_settings, write_file, write_file_plain,
 };
 use looseleaf::io::CoalesceOptions;
 use looseleaf::{FileReader, IoOptions, RowSelection};
@@ -375,7 +375,7 @@ async fn list_and_values_file(path: &std::path::Path, num_rows: usize) -> Record
     ]));
     let x = Int64Array::from_iter_values((0..num_rows as i64).map(|i| i * 3));
     let table = RecordBatch::try_new(schema.clone(), vec![Arc::new(lists), Arc::new(x)]).unwrap();
-    write_file(path, &schema, std::slice::from_ref(&table), 1024).await;
+    write_file_plain(path, &schema, std::slice::from_ref(&table), 1024).await;
     table
 }
 

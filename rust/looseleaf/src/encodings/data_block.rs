@@ -6,6 +6,8 @@
 //! type, and an array into a block when writing. Blocks share their buffers with the pages they
 //! came from whenever the layout allows it (no copy for a slice of one loaded range).
 
+use std::sync::Arc;
+
 use arrow_buffer::{BooleanBuffer, BooleanBufferBuilder, Buffer, MutableBuffer};
 
 use crate::error::{Result, ensure};
@@ -39,6 +41,14 @@ pub enum DataBlock {
         dimension: u64,
         /// The `rows × dimension` child values.
         values: Box<DataBlock>,
+    },
+    /// Indices (unsigned fixed-width integers) into a dictionary of values, which several
+    /// blocks of one page share.
+    Dictionary {
+        /// One index per value.
+        indices: Box<DataBlock>,
+        /// The distinct values (fixed width, variable width or bits, without nulls).
+        dictionary: Arc<DataBlock>,
     },
 }
 
@@ -121,7 +131,91 @@ impl DataBlock {
             Self::VariableWidth(b) => b.num_values,
             Self::ListOffsets(b) => b.num_values,
             Self::FixedSizeList { dimension, values } => values.num_values().checked_div(*dimension).unwrap_or(0),
+            Self::Dictionary { indices, .. } => indices.num_values(),
         }
+    }
+
+    /// The block with its dictionary indices replaced by the values they point at (other
+    /// blocks unchanged).
+    ///
+    /// # Errors
+    /// [`crate::Error::Corrupt`] if an index is out of the dictionary.
+    pub fn materialize(self) -> Result<DataBlock> {
+        match self {
+            DataBlock::Dictionary { indices, dictionary } => {
+                let DataBlock::FixedWidth(indices) = *indices else { return shape_error() };
+                let width = (indices.bits_per_value / 8) as usize;
+                let positions: Vec<usize> = indices
+                    .data
+                    .as_slice()
+                    .chunks_exact(width.max(1))
+                    .map(|c| {
+                        let mut buf = [0u8; 8];
+                        buf[..c.len()].copy_from_slice(c);
+                        u64::from_le_bytes(buf) as usize
+                    })
+                    .collect();
+                dictionary.gather(&positions)
+            }
+            DataBlock::Nullable { validity, values } => {
+                Ok(DataBlock::Nullable { validity, values: Box::new(values.materialize()?) })
+            }
+            other => Ok(other),
+        }
+    }
+
+    /// The values at `positions` of a block of fixed-width values, variable-width values or bits.
+    ///
+    /// # Errors
+    /// [`crate::Error::Corrupt`] if a position is out of range or the block has another shape.
+    pub fn gather(&self, positions: &[usize]) -> Result<DataBlock> {
+        let n = self.num_values() as usize;
+        ensure!(positions.iter().all(|p| *p < n), corrupt, "a dictionary index points past the {n} dictionary values");
+        Ok(match self {
+            DataBlock::FixedWidth(block) => {
+                let w = (block.bits_per_value / 8) as usize;
+                let data = block.data.as_slice();
+                ensure!(data.len() >= n * w, corrupt, "dictionary values buffer too short");
+                let mut out = MutableBuffer::with_capacity(positions.len() * w);
+                for p in positions {
+                    out.extend_from_slice(&data[p * w..(p + 1) * w]);
+                }
+                DataBlock::FixedWidth(FixedWidthBlock {
+                    data: out.into(),
+                    bits_per_value: block.bits_per_value,
+                    num_values: positions.len() as u64,
+                })
+            }
+            DataBlock::Boolean(bits) => {
+                DataBlock::Boolean(positions.iter().map(|p| bits.value(*p)).collect::<BooleanBuffer>())
+            }
+            DataBlock::VariableWidth(block) => {
+                let offsets = block.offsets_u64()?;
+                let data = block.data.as_slice();
+                let mut out_offsets = Vec::with_capacity(positions.len() + 1);
+                let mut out = MutableBuffer::new(0);
+                out_offsets.push(0u64);
+                for p in positions {
+                    let (start, end) = (offsets[*p] as usize, offsets[p + 1] as usize);
+                    ensure!(start <= end && end <= data.len(), corrupt, "dictionary string offsets out of range");
+                    out.extend_from_slice(&data[start..end]);
+                    out_offsets.push(out.len() as u64);
+                }
+                DataBlock::VariableWidth(VariableWidthBlock::concat(&[VariableWidthBlock {
+                    offsets: Buffer::from_vec(out_offsets),
+                    bits_per_offset: 64,
+                    data: out.into(),
+                    num_values: positions.len() as u64,
+                }])?)
+            }
+            DataBlock::FixedSizeList { dimension, values } => {
+                let d = *dimension as usize;
+                let child: Vec<usize> = positions.iter().flat_map(|p| p * d..(p + 1) * d).collect();
+                DataBlock::FixedSizeList { dimension: *dimension, values: Box::new(values.gather(&child)?) }
+            }
+            DataBlock::Dictionary { .. } => return self.clone().materialize()?.gather(positions),
+            _ => return shape_error(),
+        })
     }
 
     /// Concatenates blocks of the same shape (as produced by one encoding for several row
@@ -168,6 +262,29 @@ impl DataBlock {
                 }
             }
             return Ok(DataBlock::Nullable { validity: validity.finish(), values: Box::new(Self::concat(values)?) });
+        }
+        if blocks.iter().any(|b| b.has_dictionary()) {
+            // Pieces of one page share its dictionary and concatenate their indices; pieces of
+            // pages with different dictionaries are materialised.
+            let shared = match (blocks.first().and_then(|b| b.dictionary()), blocks.iter().all(|b| b.has_dictionary()))
+            {
+                (Some(first), true) => blocks.iter().all(|b| b.dictionary().is_some_and(|d| Arc::ptr_eq(d, first))),
+                _ => false,
+            };
+            if shared && blocks.iter().all(|b| matches!(b, DataBlock::Dictionary { .. })) {
+                let dictionary = blocks.first().and_then(|b| b.dictionary()).cloned();
+                let indices = blocks
+                    .into_iter()
+                    .map(|b| match b {
+                        DataBlock::Dictionary { indices, .. } => Ok(*indices),
+                        _ => shape_error(),
+                    })
+                    .collect::<Result<Vec<_>>>()?;
+                let Some(dictionary) = dictionary else { return shape_error() };
+                return Ok(DataBlock::Dictionary { indices: Box::new(Self::concat(indices)?), dictionary });
+            }
+            let materialized = blocks.into_iter().map(|b| b.materialize()).collect::<Result<Vec<_>>>()?;
+            return Self::concat(materialized);
         }
         // Fixed-size lists without nulls in their items are written as wider plain values, with
         // nulls as a fixed-size list node: bring pages of both kinds to the latter.
@@ -256,9 +373,26 @@ impl DataBlock {
         }
     }
 
+    /// Whether the block (or the values under its validity) are dictionary indices.
+    fn has_dictionary(&self) -> bool {
+        self.dictionary().is_some()
+    }
+
+    /// The dictionary of a dictionary block (under its validity, if any).
+    pub fn dictionary(&self) -> Option<&Arc<DataBlock>> {
+        match self {
+            DataBlock::Dictionary { dictionary, .. } => Some(dictionary),
+            DataBlock::Nullable { values, .. } => values.dictionary(),
+            _ => None,
+        }
+    }
+
     /// A block of `num_values` zero values with the same shape as `self`.
     fn zeroed(&self, num_values: u64) -> Result<DataBlock> {
         Ok(match self {
+            DataBlock::Dictionary { indices, dictionary } => {
+                DataBlock::Dictionary { indices: Box::new(indices.zeroed(num_values)?), dictionary: dictionary.clone() }
+            }
             DataBlock::Boolean(_) => DataBlock::Boolean(BooleanBuffer::new_unset(num_values as usize)),
             DataBlock::FixedWidth(b) => DataBlock::FixedWidth(FixedWidthBlock {
                 data: MutableBuffer::from_len_zeroed((num_values * b.bits_per_value / 8) as usize).into(),

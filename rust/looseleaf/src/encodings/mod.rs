@@ -12,9 +12,12 @@
 //!   any run of the scheduled rows into a [`DataBlock`] (the decode stream calls it once per
 //!   output batch, so a page is decoded in pieces of the batch size).
 
+pub mod compression;
 pub mod data_block;
 pub mod logical;
 pub mod physical;
+pub mod statistics;
+pub mod strategy;
 
 use std::fmt::Debug;
 use std::ops::Range;
@@ -103,6 +106,38 @@ impl RangeIndex {
             index += 1;
         }
         Ok(out)
+    }
+}
+
+/// The rows a decoder holds: page-relative ranges, numbered one after the other.
+#[derive(Debug, Clone)]
+pub struct SelectedRows {
+    ranges: Vec<Range<u64>>,
+    index: RangeIndex,
+}
+
+impl SelectedRows {
+    /// The rows of `ranges` (sorted, disjoint, page-relative).
+    pub fn new(ranges: &[Range<u64>]) -> Self {
+        Self { ranges: ranges.to_vec(), index: RangeIndex::new(ranges.iter().map(|r| r.end - r.start)) }
+    }
+
+    /// Number of rows held.
+    pub fn num_rows(&self) -> u64 {
+        self.index.num_rows()
+    }
+
+    /// The page rows of held rows `skip..skip + len`, as page-relative ranges in order.
+    pub fn page_rows(&self, skip: u64, len: u64) -> Result<Vec<Range<u64>>> {
+        Ok(self
+            .index
+            .pieces(skip, len)?
+            .into_iter()
+            .map(|(range, offset, len)| {
+                let start = self.ranges[range].start + offset;
+                start..start + len
+            })
+            .collect())
     }
 }
 

@@ -125,12 +125,15 @@ pub struct DataType {
     /// Width of fixed-size binary, length of fixed-size lists.
     #[prost(uint32, tag = "6")]
     pub fixed_size: u32,
-    /// Key type of dictionaries (the value type is the field's only child).
+    /// Key type of dictionaries.
     #[prost(message, optional, boxed, tag = "7")]
     pub key: Option<Box<DataType>>,
     /// Whether map keys are sorted.
     #[prost(bool, tag = "8")]
     pub keys_sorted: bool,
+    /// Value type of dictionaries.
+    #[prost(message, optional, boxed, tag = "9")]
+    pub value: Option<Box<DataType>>,
 }
 
 /// The metadata block of one column: its pages, in row order.
@@ -158,6 +161,39 @@ pub struct PageMetadata {
     /// so that a reader of the whole page knows which items it needs without reading it.
     #[prost(uint64, tag = "4")]
     pub num_items: u64,
+    /// Null count and value bounds of the page, where the writer computed them.
+    #[prost(message, optional, tag = "5")]
+    pub statistics: Option<PageStatistics>,
+    /// General-purpose compression of all the page's buffers (none when absent).
+    #[prost(enumeration = "Compression", tag = "6")]
+    pub compression: i32,
+}
+
+/// General-purpose compression codecs of whole pages.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, prost::Enumeration)]
+#[repr(i32)]
+pub enum Compression {
+    /// Buffers stored as they are.
+    None = 0,
+    /// Each buffer an LZ4 block (size-prepended).
+    Lz4 = 1,
+    /// Each buffer a Zstandard frame.
+    Zstd = 2,
+}
+
+/// Statistics of one page, in the column's own row space.
+#[derive(Clone, PartialEq, prost::Message)]
+pub struct PageStatistics {
+    /// Number of null values.
+    #[prost(uint64, tag = "1")]
+    pub null_count: u64,
+    /// Smallest non-null value, as its little-endian bytes (fixed-width types) or its bytes
+    /// (strings and binaries), when known.
+    #[prost(bytes = "vec", optional, tag = "2")]
+    pub min: Option<Vec<u8>>,
+    /// Largest non-null value, likewise.
+    #[prost(bytes = "vec", optional, tag = "3")]
+    pub max: Option<Vec<u8>>,
 }
 
 /// Where one buffer of a page is in the file.
@@ -166,16 +202,19 @@ pub struct BufferLocation {
     /// Absolute file offset.
     #[prost(uint64, tag = "1")]
     pub offset: u64,
-    /// Length in bytes.
+    /// Length in bytes (as stored, compressed if the page is).
     #[prost(uint64, tag = "2")]
     pub size: u64,
+    /// Length once decompressed, for pages with general-purpose compression.
+    #[prost(uint64, tag = "3")]
+    pub uncompressed_size: u64,
 }
 
 /// A node of a page's encoding tree.
 #[derive(Clone, PartialEq, prost::Message)]
 pub struct Encoding {
     /// Which encoding, with its parameters and children.
-    #[prost(oneof = "encoding::Kind", tags = "1, 2, 3, 4, 5, 6")]
+    #[prost(oneof = "encoding::Kind", tags = "1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12")]
     pub kind: Option<encoding::Kind>,
 }
 
@@ -202,6 +241,24 @@ pub mod encoding {
         /// Fixed-size lists: `dimension` child values per row, encoded as one child.
         #[prost(message, tag = "6")]
         FixedSizeList(super::FixedSizeListEncoding),
+        /// Integers minus a reference, bit-packed in blocks of 1024 (frame of reference).
+        #[prost(message, tag = "7")]
+        Bitpacked(super::BitpackedEncoding),
+        /// Non-decreasing integers as bit-packed differences, per block of 1024.
+        #[prost(message, tag = "8")]
+        Delta(super::DeltaEncoding),
+        /// Every value is the same.
+        #[prost(message, tag = "9")]
+        Constant(super::ConstantEncoding),
+        /// Runs of equal values: the values and where each run ends.
+        #[prost(message, tag = "10")]
+        Rle(super::RleEncoding),
+        /// Indices into a dictionary of distinct values held by the page.
+        #[prost(message, tag = "11")]
+        Dictionary(super::DictionaryEncoding),
+        /// Strings compressed with a static symbol table (FSST).
+        #[prost(message, tag = "12")]
+        Fsst(super::FsstEncoding),
     }
 }
 
@@ -232,7 +289,7 @@ pub struct NullableEncoding {
 pub struct AllNullEncoding {}
 
 /// Variable-width values: `num_rows + 1` offsets into a data buffer, starting at 0.
-#[derive(Clone, Copy, PartialEq, prost::Message)]
+#[derive(Clone, PartialEq, prost::Message)]
 pub struct BinaryEncoding {
     /// Width of one offset in bits (32 or 64).
     #[prost(uint32, tag = "1")]
@@ -243,6 +300,10 @@ pub struct BinaryEncoding {
     /// Index of the data buffer.
     #[prost(uint32, tag = "3")]
     pub data_buffer: u32,
+    /// The offsets as an encoded child of `num_rows + 1` integers of `bits_per_offset` bits;
+    /// when set, `offsets_buffer` is unused.
+    #[prost(message, optional, boxed, tag = "4")]
+    pub offsets: Option<Box<Encoding>>,
 }
 
 /// `num_rows + 1` offsets (32 or 64 bits, starting at 0) of lists into the items of the page.
@@ -265,4 +326,101 @@ pub struct FixedSizeListEncoding {
     /// The child values.
     #[prost(message, optional, boxed, tag = "2")]
     pub values: Option<Box<Encoding>>,
+}
+
+/// Integers stored as `value - reference`, bit-packed `bit_width` bits each in the FastLanes
+/// layout: blocks of 1024 values packed into lanes of `lane_bits` bits (the last block padded).
+#[derive(Clone, PartialEq, prost::Message)]
+pub struct BitpackedEncoding {
+    /// Width of a decoded value in bytes (1, 2, 4, 8 or 16).
+    #[prost(uint32, tag = "1")]
+    pub value_bytes: u32,
+    /// Width of the packing lanes in bits (8, 16, 32 or 64; at most 64).
+    #[prost(uint32, tag = "2")]
+    pub lane_bits: u32,
+    /// Bits per packed value (0 to `lane_bits`).
+    #[prost(uint32, tag = "3")]
+    pub bit_width: u32,
+    /// The reference, `value_bytes` little-endian bytes, added back (wrapping) when decoding.
+    #[prost(bytes = "vec", tag = "4")]
+    pub reference: Vec<u8>,
+    /// Index of the packed buffer.
+    #[prost(uint32, tag = "5")]
+    pub buffer: u32,
+}
+
+/// Non-decreasing integers: per block of 1024, the first value, and the differences of each
+/// value from the one before it (0 for the first) bit-packed like [`BitpackedEncoding`].
+#[derive(Clone, PartialEq, prost::Message)]
+pub struct DeltaEncoding {
+    /// Width of a decoded value in bytes (1, 2, 4 or 8); also the lane width.
+    #[prost(uint32, tag = "1")]
+    pub value_bytes: u32,
+    /// Bits per packed difference.
+    #[prost(uint32, tag = "2")]
+    pub bit_width: u32,
+    /// Index of the buffer of block bases (`value_bytes` each).
+    #[prost(uint32, tag = "3")]
+    pub bases_buffer: u32,
+    /// Index of the buffer of packed differences.
+    #[prost(uint32, tag = "4")]
+    pub deltas_buffer: u32,
+}
+
+/// Every value of the page equals `value`.
+#[derive(Clone, PartialEq, prost::Message)]
+pub struct ConstantEncoding {
+    /// What the values are: 1 for booleans, 0 for variable-width values, otherwise the width of
+    /// fixed-width values in bits.
+    #[prost(uint64, tag = "1")]
+    pub bits_per_value: u64,
+    /// The value: one byte (0 or 1) for booleans, its bytes otherwise.
+    #[prost(bytes = "vec", tag = "2")]
+    pub value: Vec<u8>,
+}
+
+/// Runs of equal values: `num_runs` values and the (exclusive) row where each run ends.
+#[derive(Clone, PartialEq, prost::Message)]
+pub struct RleEncoding {
+    /// Number of runs.
+    #[prost(uint64, tag = "1")]
+    pub num_runs: u64,
+    /// The value of each run.
+    #[prost(message, optional, boxed, tag = "2")]
+    pub values: Option<Box<Encoding>>,
+    /// The end of each run, as 32-bit unsigned integers (non-decreasing, the last one the
+    /// page's row count).
+    #[prost(message, optional, boxed, tag = "3")]
+    pub run_ends: Option<Box<Encoding>>,
+}
+
+/// Indices (unsigned integers of `index_bytes` bytes) into a dictionary of distinct values.
+#[derive(Clone, PartialEq, prost::Message)]
+pub struct DictionaryEncoding {
+    /// Number of dictionary values.
+    #[prost(uint64, tag = "1")]
+    pub dictionary_size: u64,
+    /// Width of an index in bytes (1, 2 or 4).
+    #[prost(uint32, tag = "2")]
+    pub index_bytes: u32,
+    /// One index per row.
+    #[prost(message, optional, boxed, tag = "3")]
+    pub indices: Option<Box<Encoding>>,
+    /// The dictionary values.
+    #[prost(message, optional, boxed, tag = "4")]
+    pub dictionary: Option<Box<Encoding>>,
+}
+
+/// Strings compressed with FSST: a table of up to 255 symbols of 1 to 8 bytes, and each
+/// value's codes (a byte per symbol, or 255 followed by a literal byte) as variable-width
+/// values.
+#[derive(Clone, PartialEq, prost::Message)]
+pub struct FsstEncoding {
+    /// Index of the symbol table buffer: a count byte `n`, then `n` lengths (one byte each),
+    /// then `n` symbols of 8 bytes (little endian, unused bytes zero).
+    #[prost(uint32, tag = "1")]
+    pub symbols_buffer: u32,
+    /// The compressed codes of each value (a [`BinaryEncoding`]).
+    #[prost(message, optional, boxed, tag = "2")]
+    pub codes: Option<Box<Encoding>>,
 }

@@ -56,6 +56,11 @@ impl Layout {
             DataType::FixedSizeList(_, _) if is_fixed_width_list(data_type) => Layout::Leaf,
             DataType::FixedSizeList(_, _) => Layout::FixedSizeList,
             DataType::Null => Layout::Leaf,
+            DataType::Dictionary(key, value)
+                if key.is_dictionary_key_type() && (fixed_width_bits(value).is_some() || is_variable_width(value)) =>
+            {
+                Layout::Leaf
+            }
             other if fixed_width_bits(other).is_some() || is_variable_width(other) => Layout::Leaf,
             other => bail!(unsupported, "type {other}"),
         })
@@ -283,6 +288,11 @@ fn type_to_proto(data_type: &DataType, name: &str) -> Result<proto::DataType> {
             out.keys_sorted = *sorted;
             TypeKind::Map
         }
+        DataType::Dictionary(key, value) => {
+            out.key = Some(Box::new(type_to_proto(key, name)?));
+            out.value = Some(Box::new(type_to_proto(value, name)?));
+            TypeKind::Dictionary
+        }
         other => bail!(unsupported, "field {name:?} has type {other}, which looseleaf cannot store"),
     };
     out.kind = kind as i32;
@@ -386,6 +396,10 @@ fn unit_from_proto(unit: i32, name: &str) -> Result<TimeUnit> {
 fn type_from_proto(field: &proto::Field, children: &[FieldRef]) -> Result<DataType> {
     let name = field.name.as_str();
     let Some(t) = &field.data_type else { bail!(corrupt, "field {name:?} has no type") };
+    type_from_parts(t, children, name)
+}
+
+fn type_from_parts(t: &proto::DataType, children: &[FieldRef], name: &str) -> Result<DataType> {
     let kind = TypeKind::try_from(t.kind).unwrap_or(TypeKind::Unknown);
     let decimal = |make: fn(u8, i8) -> DataType, max_precision: u32| -> Result<DataType> {
         ensure!(
@@ -459,6 +473,19 @@ fn type_from_proto(field: &proto::Field, children: &[FieldRef]) -> Result<DataTy
                 "map field {name:?} has entries that are not a non-nullable struct of key and value"
             );
             DataType::Map(entries, t.keys_sorted)
+        }
+        TypeKind::Dictionary => {
+            let (Some(key), Some(value)) = (t.key.as_deref(), t.value.as_deref()) else {
+                bail!(corrupt, "dictionary field {name:?} lacks its key or value type")
+            };
+            let (key, value) = (type_from_parts(key, &[], name)?, type_from_parts(value, &[], name)?);
+            let dictionary = DataType::Dictionary(Box::new(key), Box::new(value));
+            ensure!(
+                Layout::of(&dictionary).is_ok(),
+                corrupt,
+                "field {name:?} has an invalid dictionary type {dictionary}"
+            );
+            dictionary
         }
         other => bail!(unsupported, "field {name:?} has type {other:?}, which this reader cannot read"),
     })

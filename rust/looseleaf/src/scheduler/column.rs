@@ -10,6 +10,7 @@ use futures::future::BoxFuture;
 
 use super::{RowPriority, RowSelection};
 use crate::encodings::PageDecoder;
+use crate::encodings::compression::CompressedPageScheduler;
 use crate::encodings::physical::{PageContext, page_scheduler};
 use crate::error::{Result, ensure};
 use crate::format::proto::{ColumnMetadata, PageMetadata};
@@ -99,8 +100,12 @@ impl ColumnPages {
     /// Builds the scheduler tree of page `index`.
     pub fn page_scheduler(&self, index: usize) -> Result<Box<dyn crate::encodings::PageScheduler>> {
         let page = &self.pages[index];
-        let context = PageContext { buffers: &page.buffers, num_rows: page.num_rows, data_end: self.data_end };
-        let scheduler = page_scheduler(page.encoding.as_ref(), &context)?;
+        let scheduler = if page.compression != 0 {
+            Box::new(CompressedPageScheduler::try_new(page, self.data_end)?)
+        } else {
+            let context = PageContext { buffers: &page.buffers, num_rows: page.num_rows, data_end: self.data_end };
+            page_scheduler(page.encoding.as_ref(), &context)?
+        };
         ensure!(
             scheduler.num_rows() == page.num_rows,
             corrupt,

@@ -6,17 +6,27 @@ use arrow_data::transform::MutableArrayData;
 use arrow_schema::DataType;
 
 use super::shred::ColumnKind;
+use crate::encodings::compression::compress_buffers;
 use crate::encodings::logical::list::lengths_to_block;
 use crate::encodings::logical::primitive::{array_to_block, encoded_size, rows_within};
 use crate::encodings::physical::encode_block;
+use crate::encodings::statistics::page_statistics;
+use crate::encodings::strategy::{EncodingPolicy, PageEncoder, ValueKind};
 use crate::error::{Error, Result, ensure};
-use crate::format::proto::PageMetadata;
+use crate::format::proto::{Compression, PageMetadata, PageStatistics};
+use crate::writer::WriterOptions;
 
 /// The pages of one column being written.
 pub struct ColumnWriter {
     kind: ColumnKind,
     /// The type of the arrays the column receives.
     data_type: DataType,
+    /// Chooses each page's encoding.
+    encoder: PageEncoder,
+    value_kind: ValueKind,
+    compression: Compression,
+    compression_level: i32,
+    statistics: bool,
     /// Arrays received and not yet written, holding less than a page.
     pending: Vec<ArrayRef>,
     pending_bytes: u64,
@@ -34,12 +44,31 @@ pub struct EncodedPage {
     pub encoding: crate::format::proto::Encoding,
     /// For list offsets, the items of its lists.
     pub num_items: u64,
+    /// Its statistics, if computed.
+    pub statistics: Option<PageStatistics>,
+    /// The compression of its buffers.
+    pub compression: Compression,
+    /// Decompressed size of each buffer when compressed (zeros otherwise).
+    pub uncompressed_sizes: Vec<u64>,
 }
 
 impl ColumnWriter {
-    /// A writer of a column of `kind` receiving arrays of `data_type`.
-    pub fn new((kind, data_type): (ColumnKind, DataType)) -> Self {
-        Self { kind, data_type, pending: vec![], pending_bytes: 0, pages: vec![] }
+    /// A writer of a column of `kind` receiving arrays of `data_type`, encoding its pages under
+    /// `policy` and `options`.
+    pub fn new(kind: ColumnKind, data_type: DataType, policy: EncodingPolicy, options: &WriterOptions) -> Self {
+        let value_kind = ValueKind::of(&data_type);
+        Self {
+            kind,
+            encoder: PageEncoder::new(value_kind, policy),
+            value_kind,
+            data_type,
+            compression: options.compression,
+            compression_level: options.compression_level,
+            statistics: options.statistics,
+            pending: vec![],
+            pending_bytes: 0,
+            pages: vec![],
+        }
     }
 
     fn encode_page(&self, array: &dyn Array) -> Result<EncodedPage> {
@@ -54,8 +83,29 @@ impl ColumnWriter {
             }
             ColumnKind::Values | ColumnKind::Validity => (array_to_block(array)?, 0),
         };
-        let encoding = encode_block(block, &mut buffers)?;
-        Ok(EncodedPage { num_rows: array.len() as u64, buffers, encoding, num_items })
+        let statistics =
+            (self.statistics && self.kind == ColumnKind::Values).then(|| page_statistics(&block, self.value_kind));
+        let encoding = match self.kind {
+            ColumnKind::Values | ColumnKind::Validity => self.encoder.encode(block, &mut buffers)?,
+            ColumnKind::ListLengths => encode_block(block, &mut buffers)?,
+        };
+        let (buffers, compression, uncompressed_sizes) =
+            match compress_buffers(&buffers, self.compression, self.compression_level)? {
+                Some(compressed) => {
+                    let sizes = buffers.iter().map(|b| b.len() as u64).collect();
+                    (compressed, self.compression, sizes)
+                }
+                None => (buffers, Compression::None, vec![]),
+            };
+        Ok(EncodedPage {
+            num_rows: array.len() as u64,
+            buffers,
+            encoding,
+            num_items,
+            statistics,
+            compression,
+            uncompressed_sizes,
+        })
     }
 
     /// Adds `array` and returns the pages that are now full, encoded.

@@ -22,8 +22,9 @@ use object_store::{ObjectStore, WriteMultipart};
 mod column;
 mod shred;
 
+use crate::encodings::strategy::{ColumnPolicies, EncodingPolicy};
 use crate::error::{Error, Result, bail, ensure};
-use crate::format::proto::{BufferLocation, ColumnMetadata, Footer, PageMetadata};
+use crate::format::proto::{BufferLocation, ColumnMetadata, Compression, Footer, PageMetadata};
 use crate::format::schema::{FieldColumns, assign_columns, schema_to_proto};
 use crate::format::{self, BUFFER_ALIGNMENT, ColumnEntry, FileTail, MAJOR_VERSION, MINOR_VERSION};
 use column::{ColumnWriter, EncodedPage};
@@ -35,16 +36,60 @@ pub const DEFAULT_PAGE_SIZE: u64 = 8 * 1024 * 1024;
 const UPLOAD_CONCURRENCY: usize = 4;
 
 /// Settings of a [`FileWriter`].
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone)]
 pub struct WriterOptions {
-    /// Target encoded size of a page in bytes. A page holds at least one row, so a single larger
-    /// value makes a larger page.
+    /// Target encoded size of a page in bytes (before compression; the writer sizes pages by
+    /// their unencoded values). A page holds at least one row, so a single larger value makes a
+    /// larger page.
     pub page_size: u64,
+    /// Encodings forced or forbidden per column (dotted paths); others are chosen per page.
+    pub encodings: ColumnPolicies,
+    /// General-purpose compression of every page (none by default: it costs random access).
+    pub compression: Compression,
+    /// Zstandard level, when `compression` is [`Compression::Zstd`].
+    pub compression_level: i32,
+    /// Whether to store per-page statistics (null count, min, max).
+    pub statistics: bool,
+}
+
+impl WriterOptions {
+    /// Sets the target page size in bytes.
+    pub fn with_page_size(self, page_size: u64) -> Self {
+        Self { page_size, ..self }
+    }
+
+    /// Forces or forbids encodings for the column at `path` (dotted for nested fields).
+    pub fn with_encoding_policy(mut self, path: impl Into<String>, policy: EncodingPolicy) -> Self {
+        self.encodings.columns.insert(path.into(), policy);
+        self
+    }
+
+    /// The policy of columns not named by [`WriterOptions::with_encoding_policy`].
+    pub fn with_default_encoding_policy(mut self, policy: EncodingPolicy) -> Self {
+        self.encodings.default = policy;
+        self
+    }
+
+    /// Compresses every page with `compression` (Zstandard at `level`).
+    pub fn with_compression(self, compression: Compression, level: i32) -> Self {
+        Self { compression, compression_level: level, ..self }
+    }
+
+    /// Whether to store per-page statistics.
+    pub fn with_statistics(self, statistics: bool) -> Self {
+        Self { statistics, ..self }
+    }
 }
 
 impl Default for WriterOptions {
     fn default() -> Self {
-        Self { page_size: DEFAULT_PAGE_SIZE }
+        Self {
+            page_size: DEFAULT_PAGE_SIZE,
+            encodings: ColumnPolicies::default(),
+            compression: Compression::None,
+            compression_level: 3,
+            statistics: true,
+        }
     }
 }
 
@@ -87,7 +132,13 @@ impl FileWriter {
         let fields = assign_columns(&schema)?;
         // Check now that the footer can describe the schema, not after all the data is written.
         schema_to_proto(&schema)?;
-        let columns = shred::column_kinds(&fields)?.into_iter().map(ColumnWriter::new).collect();
+        let columns = shred::column_kinds(&fields)?
+            .into_iter()
+            .map(|(path, kind, data_type)| {
+                let policy = options.encodings.get(&path);
+                ColumnWriter::new(kind, data_type, policy, &options)
+            })
+            .collect();
         ensure!(options.page_size > 0, invalid, "page_size must be positive");
         let upload =
             store.put_multipart_opts(path, Default::default()).await.map_err(|e| Error::io(location.clone(), e))?;
@@ -274,14 +325,19 @@ impl FileWriter {
         for buffer in &page.buffers {
             let padding = self.position.next_multiple_of(BUFFER_ALIGNMENT) - self.position;
             self.write_bytes(&[0u8; BUFFER_ALIGNMENT as usize][..padding as usize]).await?;
-            locations.push(BufferLocation { offset: self.position, size: buffer.len() as u64 });
+            locations.push(BufferLocation { offset: self.position, size: buffer.len() as u64, uncompressed_size: 0 });
             self.write_bytes(buffer.as_slice()).await?;
+        }
+        for (location, size) in locations.iter_mut().zip(&page.uncompressed_sizes) {
+            location.uncompressed_size = *size;
         }
         self.columns[column].pages.push(PageMetadata {
             num_rows: page.num_rows,
             buffers: locations,
             encoding: Some(page.encoding),
             num_items: page.num_items,
+            statistics: page.statistics,
+            compression: page.compression as i32,
         });
         Ok(())
     }

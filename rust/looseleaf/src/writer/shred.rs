@@ -30,17 +30,20 @@ pub enum ColumnKind {
     ListLengths,
 }
 
-/// The kind of every column of `fields`, and the type of the arrays it receives, in column
-/// order.
-pub fn column_kinds(fields: &[FieldColumns]) -> Result<Vec<(ColumnKind, DataType)>> {
+/// The dotted path, the kind and the type of the arrays received of every column of `fields`,
+/// in column order.
+pub fn column_kinds(fields: &[FieldColumns]) -> Result<Vec<(String, ColumnKind, DataType)>> {
     let mut out = Vec::new();
     for tree in fields {
-        collect_kinds(tree, &mut out)?;
+        collect_kinds(tree, "", &mut out)?;
     }
-    Ok(out.into_iter().map(|(_, kind)| kind).collect())
+    Ok(out.into_iter().map(|(_, path, (kind, data_type))| (path, kind, data_type)).collect())
 }
 
-fn collect_kinds(tree: &FieldColumns, out: &mut Vec<(u32, (ColumnKind, DataType))>) -> Result<()> {
+type Collected = (u32, String, (ColumnKind, DataType));
+
+fn collect_kinds(tree: &FieldColumns, prefix: &str, out: &mut Vec<Collected>) -> Result<()> {
+    let path = if prefix.is_empty() { tree.field.name().clone() } else { format!("{prefix}.{}", tree.field.name()) };
     let layout = Layout::of(tree.field.data_type())?;
     if let Some(column) = tree.column {
         let kind = match layout {
@@ -51,11 +54,11 @@ fn collect_kinds(tree: &FieldColumns, out: &mut Vec<(u32, (ColumnKind, DataType)
         if column as usize != out.len() {
             bail!(internal, "columns are not numbered depth first");
         }
-        out.push((column, kind));
+        out.push((column, path.clone(), kind));
     }
     if layout != Layout::Leaf {
         for child in &tree.children {
-            collect_kinds(child, out)?;
+            collect_kinds(child, &path, out)?;
         }
     }
     Ok(())

@@ -308,10 +308,10 @@ fn random_bytes(rng: &mut StdRng, len: usize) -> Vec<u8> {
     let mut out = vec![0u8; len];
     rng.fill(out.as_mut_slice());
     // Make sure non-UTF-8 bytes show up in short values too.
-    if let Some(first) = out.first_mut() {
-        if rng.random_bool(0.3) {
-            *first = 0xff;
-        }
+    if let Some(first) = out.first_mut()
+        && rng.random_bool(0.3)
+    {
+        *first = 0xff;
     }
     out
 }
@@ -865,7 +865,30 @@ pub fn narrow(field: &FieldRef, array: &ArrayRef, narrowing: &Narrowing) -> (Fie
 
 /// Writes `batches` to `path` with the given page size.
 pub async fn write_file(path: &Path, schema: &SchemaRef, batches: &[RecordBatch], page_size: u64) -> FinishedFile {
-    let mut writer = FileWriter::create_path(path, schema.clone(), WriterOptions { page_size }).await.unwrap();
+    write_file_with(path, schema, batches, WriterOptions::default().with_page_size(page_size)).await
+}
+
+/// Writes `batches` with plain values only, for tests that reason about the byte layout.
+pub async fn write_file_plain(
+    path: &Path,
+    schema: &SchemaRef,
+    batches: &[RecordBatch],
+    page_size: u64,
+) -> FinishedFile {
+    let options = WriterOptions::default()
+        .with_page_size(page_size)
+        .with_default_encoding_policy(looseleaf::EncodingPolicy::plain_only());
+    write_file_with(path, schema, batches, options).await
+}
+
+/// Writes `batches` with `options`.
+pub async fn write_file_with(
+    path: &Path,
+    schema: &SchemaRef,
+    batches: &[RecordBatch],
+    options: WriterOptions,
+) -> FinishedFile {
+    let mut writer = FileWriter::create_path(path, schema.clone(), options).await.unwrap();
     for batch in batches {
         writer.write(batch).await.unwrap();
     }

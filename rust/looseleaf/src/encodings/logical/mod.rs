@@ -3,6 +3,7 @@
 //! reassembled by the writer and the decoders; what they store in their own column (validity,
 //! list offsets) is described here.
 
+pub mod dictionary;
 pub mod fixed_size_list;
 pub mod list;
 pub mod primitive;

@@ -33,11 +33,14 @@ use crate::format::schema::{fixed_width_bits, is_variable_width};
 /// [`Error::Unsupported`] for nested types.
 pub fn array_to_block(array: &dyn Array) -> Result<DataBlock> {
     let len = array.len() as u64;
-    if matches!(array.data_type(), DataType::Null) || (len > 0 && array.null_count() == array.len()) {
+    // Logical nulls: a dictionary array's rows pointing at null values are null too.
+    let nulls = array.logical_nulls();
+    let null_count = nulls.as_ref().map_or(0, |n| n.null_count());
+    if matches!(array.data_type(), DataType::Null) || (len > 0 && null_count == array.len()) {
         return Ok(DataBlock::AllNull { num_values: len });
     }
     let values = values_to_block(array)?;
-    Ok(match array.nulls().filter(|n| n.null_count() > 0) {
+    Ok(match nulls.filter(|n| n.null_count() > 0) {
         Some(nulls) => DataBlock::Nullable { validity: nulls.inner().clone(), values: Box::new(values) },
         None => values,
     })
@@ -48,6 +51,9 @@ fn values_to_block(array: &dyn Array) -> Result<DataBlock> {
     let len = array.len() as u64;
     if let DataType::FixedSizeList(..) = data_type {
         return fixed_size_list::values_to_block(array.as_fixed_size_list());
+    }
+    if let DataType::Dictionary(..) = data_type {
+        return super::dictionary::dictionary_to_block(array);
     }
     if let DataType::Boolean = data_type {
         return Ok(DataBlock::Boolean(array.as_boolean().values().clone()));
@@ -119,6 +125,10 @@ pub fn block_to_array(block: DataBlock, data_type: &DataType) -> Result<ArrayRef
         other => (None, other),
     };
     ensure!(values.num_values() as usize == num_values, corrupt, "validity and values hold different numbers of rows");
+    if let DataType::Dictionary(key, value_type) = data_type {
+        return super::dictionary::array_from_block(values, nulls, key, value_type);
+    }
+    let values = values.materialize()?;
     match (data_type, values) {
         (DataType::Boolean, DataBlock::Boolean(bits)) => {
             ensure!(
@@ -156,6 +166,7 @@ fn block_kind(block: &DataBlock) -> &'static str {
         DataBlock::VariableWidth(_) => "variable width",
         DataBlock::ListOffsets(_) => "list offsets",
         DataBlock::FixedSizeList { .. } => "fixed-size lists",
+        DataBlock::Dictionary { .. } => "dictionary indices",
     }
 }
 

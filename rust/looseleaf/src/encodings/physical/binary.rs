@@ -1,5 +1,6 @@
 //! Binary: variable-width values as `num_rows + 1` offsets (32 or 64 bits, starting at 0) into
-//! a data buffer.
+//! a data buffer. The offsets are a plain buffer, or an encoded child (delta-encoded offsets
+//! take a few bits each).
 //!
 //! ```text
 //! values  ["ab", "", "cde"]
@@ -22,18 +23,22 @@ use futures::FutureExt;
 use tokio::sync::oneshot;
 
 use super::PageContext;
+use super::plain::PlainScheduler;
 use crate::encodings::{DataBlock, PageDecoder, PageLoad, PageScheduler, RangeIndex, VariableWidthBlock};
 use crate::error::{Error, Result, bail, ensure};
-use crate::format::proto::{BinaryEncoding, BufferLocation};
+use crate::format::proto::{BinaryEncoding, BufferLocation, PlainEncoding};
 use crate::io::{IoFuture, PageIo};
 
 /// Pages of at most this many bytes are read whole whatever rows are asked for.
 pub const SMALL_PAGE: u64 = 32 * 1024;
 
 /// Schedules rows of a binary page.
-#[derive(Debug, Clone)]
+#[derive(Debug)]
 pub struct BinaryScheduler {
-    offsets: BufferLocation,
+    /// The `num_rows + 1` offsets.
+    offsets: Box<dyn PageScheduler>,
+    /// Stored size of the offsets, to judge whether the page is small.
+    offsets_size: u64,
     data: BufferLocation,
     bits_per_offset: u32,
     num_rows: u64,
@@ -46,16 +51,23 @@ impl BinaryScheduler {
         if bits != 32 && bits != 64 {
             bail!(corrupt, "binary encoding with {bits}-bit offsets (must be 32 or 64)")
         }
-        let expected = (page.num_rows + 1)
-            .checked_mul(bits as u64 / 8)
-            .ok_or_else(|| Error::corrupt("", "page size overflows"))?;
-        let offsets = page.buffer(encoding.offsets_buffer, Some(expected), "binary offsets")?;
+        let offsets_page = PageContext {
+            num_rows: page.num_rows.checked_add(1).ok_or_else(|| Error::corrupt("", "page size overflows"))?,
+            ..*page
+        };
+        let (offsets, offsets_size): (Box<dyn PageScheduler>, u64) = match encoding.offsets.as_deref() {
+            Some(child) => {
+                let scheduler = super::page_scheduler(Some(child), &offsets_page)?;
+                (scheduler, offsets_page.buffers.iter().map(|b| b.size).sum())
+            }
+            None => {
+                let plain = PlainEncoding { bits_per_value: bits as u64, buffer: encoding.offsets_buffer };
+                let scheduler = PlainScheduler::try_new(&plain, &offsets_page)?;
+                (Box::new(scheduler), offsets_page.num_rows * bits as u64 / 8)
+            }
+        };
         let data = page.buffer(encoding.data_buffer, None, "binary data")?;
-        Ok(Self { offsets, data, bits_per_offset: bits, num_rows: page.num_rows })
-    }
-
-    fn width(&self) -> u64 {
-        self.bits_per_offset as u64 / 8
+        Ok(Self { offsets, offsets_size, data, bits_per_offset: bits, num_rows: page.num_rows })
     }
 }
 
@@ -67,40 +79,49 @@ impl PageScheduler for BinaryScheduler {
     fn schedule_ranges(&self, ranges: &[Range<u64>], io: &PageIo) -> PageLoad {
         let selected: u64 = ranges.iter().map(|r| r.end - r.start).sum();
         let all_rows = matches!(ranges, [r] if r.start == 0 && r.end == self.num_rows);
-        let whole_page = all_rows || selected * 2 >= self.num_rows || self.offsets.size + self.data.size <= SMALL_PAGE;
+        let whole_page = all_rows || selected * 2 >= self.num_rows || self.offsets_size + self.data.size <= SMALL_PAGE;
         let bits_per_offset = self.bits_per_offset;
+        let w = bits_per_offset as u64 / 8;
         if whole_page {
             let selection =
                 (!all_rows).then(|| (ranges.to_vec(), RangeIndex::new(ranges.iter().map(|r| r.end - r.start))));
-            let loaded = io.submit(vec![
-                self.offsets.offset..self.offsets.offset + self.offsets.size,
-                self.data.offset..self.data.offset + self.data.size,
-            ]);
+            let offsets = self.offsets.schedule_ranges(&[0..self.num_rows + 1], io);
+            let data = io.submit(vec![self.data.offset..self.data.offset + self.data.size]);
             let num_rows = self.num_rows;
             return Box::pin(async move {
-                let mut buffers = loaded.await?;
-                ensure!(buffers.len() == 2, internal, "binary page loaded {} of 2 buffers", buffers.len());
-                let data = Buffer::from(buffers.pop().unwrap_or_default());
-                let offsets = aligned(buffers.pop().unwrap_or_default(), bits_per_offset as usize / 8);
-                let block = VariableWidthBlock { offsets, bits_per_offset, data, num_values: num_rows };
+                let (offsets, mut data) = futures::try_join!(offsets, data)?;
+                let DataBlock::FixedWidth(offsets) = offsets.decode(0, num_rows + 1)? else {
+                    bail!(corrupt, "binary offsets do not decode to integers")
+                };
+                ensure!(offsets.bits_per_value == w * 8, corrupt, "binary offsets of the wrong width");
+                let data = Buffer::from(data.pop().unwrap_or_default());
+                let block = VariableWidthBlock { offsets: offsets.data, bits_per_offset, data, num_values: num_rows };
                 Ok(Box::new(BinaryDecoder::Whole { block, selection }) as Box<dyn PageDecoder>)
             });
         }
 
-        let w = self.width();
-        let offsets_loaded = io.submit(
-            ranges.iter().map(|r| self.offsets.offset + r.start * w..self.offsets.offset + (r.end + 1) * w).collect(),
-        );
+        let offset_ranges: Vec<Range<u64>> = ranges.iter().map(|r| r.start..r.end + 1).collect();
+        let offsets_loaded = self.offsets.schedule_ranges(&offset_ranges, io);
         let follow_up = io.follow_up();
         let data = self.data;
+        let lengths: Vec<u64> = offset_ranges.iter().map(|r| r.end - r.start).collect();
         let (sender, receiver) = oneshot::channel::<Result<(Vec<Vec<u64>>, IoFuture)>>();
         // The indirect step: decode the offsets, then ask for the bytes they point at. It hands
         // the data request back unawaited, so its bytes stay in the I/O budget until the
         // decoder takes them.
         let step = async move {
             let result = async {
-                let offsets = offsets_loaded.await?;
-                let offsets = offsets.iter().map(|b| parse_offsets(b, w, data.size)).collect::<Result<Vec<_>>>()?;
+                let decoder = offsets_loaded.await?;
+                let mut offsets = Vec::with_capacity(lengths.len());
+                let mut skip = 0;
+                for len in lengths {
+                    let DataBlock::FixedWidth(block) = decoder.decode(skip, len)? else {
+                        bail!(corrupt, "binary offsets do not decode to integers")
+                    };
+                    ensure!(block.bits_per_value == w * 8, corrupt, "binary offsets of the wrong width");
+                    offsets.push(parse_offsets(block.data.as_slice(), w, data.size)?);
+                    skip += len;
+                }
                 let data_ranges = offsets
                     .iter()
                     .map(|o| {
@@ -151,7 +172,7 @@ fn parse_offsets(bytes: &[u8], width: u64, data_size: u64) -> Result<Vec<u64>> {
 /// Copies `bytes` into an allocation aligned for `align`-byte values unless it already is.
 pub(crate) fn aligned(bytes: Bytes, align: usize) -> Buffer {
     // `usize::is_multiple_of` is newer than the crate's minimum Rust version.
-    if align == 0 || (bytes.as_ptr() as usize) % align == 0 {
+    if align == 0 || (bytes.as_ptr() as usize).is_multiple_of(align) {
         Buffer::from(bytes)
     } else {
         let mut out = MutableBuffer::with_capacity(bytes.len());

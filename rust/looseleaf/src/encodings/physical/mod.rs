@@ -13,13 +13,26 @@
 //! | all-null | none | none |
 //! | [`list_offsets`] | offsets | one read of two offsets (the items are in other columns) |
 //! | [`fixed_size_list`] | the child's | the child's, for `dimension` values |
+//! | [`bitpacked`] | packed blocks of 1024 | one block (`128 × bit_width` bytes) |
+//! | [`delta`] | bases, packed differences | one block and its base |
+//! | [`constant`] | none | none |
+//! | [`rle`] | run values, run ends (children) | all runs (the writer uses it when they are few) |
+//! | [`dictionary`] | indices, dictionary (children) | an index's cost plus the whole dictionary (small by choice) |
+//! | [`fsst`] | symbol table, codes (a binary child) | the symbol table plus a binary read |
 
 pub mod binary;
 pub mod bitmap;
+pub mod bitpacked;
+pub mod constant;
+pub mod delta;
+pub mod dictionary;
 pub mod fixed_size_list;
+pub mod fsst;
+pub mod integers;
 pub mod list_offsets;
 pub mod nullable;
 pub mod plain;
+pub mod rle;
 
 use arrow_buffer::Buffer;
 
@@ -84,6 +97,12 @@ pub fn page_scheduler(encoding: Option<&proto::Encoding>, page: &PageContext) ->
         Kind::Binary(binary) => Box::new(binary::BinaryScheduler::try_new(binary, page)?),
         Kind::ListOffsets(offsets) => Box::new(list_offsets::ListOffsetsScheduler::try_new(offsets, page)?),
         Kind::FixedSizeList(list) => Box::new(fixed_size_list::FixedSizeListScheduler::try_new(list, page)?),
+        Kind::Bitpacked(packed) => Box::new(bitpacked::BitpackedScheduler::try_new(packed, page)?),
+        Kind::Delta(delta) => Box::new(delta::DeltaScheduler::try_new(delta, page)?),
+        Kind::Constant(constant) => Box::new(constant::ConstantScheduler::try_new(constant, page.num_rows)?),
+        Kind::Rle(rle) => Box::new(rle::RleScheduler::try_new(rle, page)?),
+        Kind::Dictionary(dictionary) => Box::new(dictionary::DictionaryScheduler::try_new(dictionary, page)?),
+        Kind::Fsst(fsst) => Box::new(fsst::FsstScheduler::try_new(fsst, page)?),
     })
 }
 
@@ -112,7 +131,12 @@ pub fn encode_block(block: DataBlock, buffers: &mut Vec<Buffer>) -> Result<proto
             let block = if exact { block } else { super::VariableWidthBlock::concat(&[block])? };
             let offsets_buffer = push(buffers, block.offsets);
             let data_buffer = push(buffers, block.data);
-            Kind::Binary(proto::BinaryEncoding { bits_per_offset: block.bits_per_offset, offsets_buffer, data_buffer })
+            Kind::Binary(proto::BinaryEncoding {
+                bits_per_offset: block.bits_per_offset,
+                offsets_buffer,
+                data_buffer,
+                offsets: None,
+            })
         }
         DataBlock::ListOffsets(block) => {
             // Pages store offsets starting at zero, 32 bits wide when the items allow.
@@ -137,6 +161,18 @@ pub fn encode_block(block: DataBlock, buffers: &mut Vec<Buffer>) -> Result<proto
                 values: Some(Box::new(encode_block(values, buffers)?)),
             }),
         },
+        DataBlock::Dictionary { indices, dictionary } => {
+            let index_bytes = match indices.as_ref() {
+                DataBlock::FixedWidth(i) => (i.bits_per_value / 8) as u32,
+                _ => bail!(internal, "dictionary indices must be fixed-width integers"),
+            };
+            Kind::Dictionary(proto::DictionaryEncoding {
+                dictionary_size: dictionary.num_values(),
+                index_bytes,
+                indices: Some(Box::new(encode_block(*indices, buffers)?)),
+                dictionary: Some(Box::new(encode_block(dictionary.as_ref().clone(), buffers)?)),
+            })
+        }
     };
     Ok(proto::Encoding { kind: Some(kind) })
 }
@@ -154,8 +190,22 @@ pub fn describe(encoding: Option<&proto::Encoding>) -> String {
         Some(Kind::Plain(p)) => format!("plain({})", p.bits_per_value),
         Some(Kind::Nullable(n)) => format!("nullable({})", describe(n.values.as_deref())),
         Some(Kind::AllNull(_)) => "all_null".to_string(),
-        Some(Kind::Binary(b)) => format!("binary(offsets={})", b.bits_per_offset),
+        Some(Kind::Binary(b)) => match &b.offsets {
+            Some(offsets) => format!("binary(offsets={})", describe(Some(offsets))),
+            None => format!("binary(offsets={})", b.bits_per_offset),
+        },
         Some(Kind::ListOffsets(o)) => format!("list_offsets({})", o.bits_per_offset),
         Some(Kind::FixedSizeList(f)) => format!("fixed_size_list({}, {})", f.dimension, describe(f.values.as_deref())),
+        Some(Kind::Bitpacked(b)) => format!("bitpacked({})", b.bit_width),
+        Some(Kind::Delta(d)) => format!("delta({})", d.bit_width),
+        Some(Kind::Constant(_)) => "constant".to_string(),
+        Some(Kind::Rle(r)) => format!("rle({}, runs={})", describe(r.values.as_deref()), r.num_runs),
+        Some(Kind::Dictionary(d)) => format!(
+            "dictionary({}, indices={}, values={})",
+            d.dictionary_size,
+            describe(d.indices.as_deref()),
+            describe(d.dictionary.as_deref())
+        ),
+        Some(Kind::Fsst(f)) => format!("fsst({})", describe(f.codes.as_deref())),
     }
 }

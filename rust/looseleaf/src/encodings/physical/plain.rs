@@ -30,7 +30,7 @@ impl PlainScheduler {
     /// The scheduler of `encoding` in `page`, checked to hold `num_rows` values.
     pub fn try_new(encoding: &PlainEncoding, page: &PageContext) -> Result<Self> {
         let bits = encoding.bits_per_value;
-        if bits == 0 || bits % 8 != 0 {
+        if bits == 0 || !bits.is_multiple_of(8) {
             bail!(corrupt, "plain encoding with {bits} bits per value (must be 1 or a multiple of 8)")
         }
         let bytes_per_value = bits / 8;

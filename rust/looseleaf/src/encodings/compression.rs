@@ -1,0 +1,151 @@
+//! General-purpose compression of whole pages (opt-in: [`crate::WriterOptions::compression`]).
+//!
+//! Every buffer of a compressed page is stored as one LZ4 block or Zstandard frame, with its
+//! decompressed size in the page metadata. Reading any row of such a page reads and decompresses
+//! all its buffers: [`CompressedPageScheduler`] submits them as one request, decompresses them
+//! into memory, and runs the page's encoding tree against those bytes. This trades random
+//! access for size; the lightweight encodings keep it, which is why they are the default.
+
+use std::ops::Range;
+use std::sync::Arc;
+
+use arrow_buffer::Buffer;
+use bytes::Bytes;
+use futures::future::BoxFuture;
+
+use super::physical::{PageContext, page_scheduler};
+use super::{PageLoad, PageScheduler};
+use crate::error::{Error, Result, bail, ensure};
+use crate::format::HEADER_LEN;
+use crate::format::proto::{BufferLocation, Compression, PageMetadata};
+use crate::io::{EncodingsIo, IndirectHint, IoFuture, IoRequest, PageIo, Priority};
+
+/// Compresses `buffers` with `codec` (at `level` for Zstandard). Returns `None` when that does
+/// not make the page smaller, which then stays uncompressed.
+///
+/// # Errors
+/// [`Error::Internal`] if the compressor fails.
+pub fn compress_buffers(buffers: &[Buffer], codec: Compression, level: i32) -> Result<Option<Vec<Buffer>>> {
+    let mut out = Vec::with_capacity(buffers.len());
+    for buffer in buffers {
+        let compressed = match codec {
+            Compression::None => return Ok(None),
+            Compression::Lz4 => lz4_flex::block::compress(buffer.as_slice()),
+            Compression::Zstd => zstd::bulk::compress(buffer.as_slice(), level)
+                .map_err(|e| Error::Internal(format!("zstd compression failed: {e}")))?,
+        };
+        out.push(Buffer::from_vec(compressed));
+    }
+    let before: usize = buffers.iter().map(|b| b.len()).sum();
+    let after: usize = out.iter().map(|b| b.len()).sum();
+    Ok((after < before).then_some(out))
+}
+
+/// The largest decompressed size accepted for a buffer of `size` compressed bytes, so that a
+/// damaged size cannot make the reader allocate without bound.
+fn max_decompressed(size: u64) -> u64 {
+    size.saturating_mul(1024).saturating_add(1 << 20)
+}
+
+/// Reads a compressed page whole, then schedules its rows from memory.
+#[derive(Debug)]
+pub struct CompressedPageScheduler {
+    page: PageMetadata,
+    codec: Compression,
+}
+
+impl CompressedPageScheduler {
+    /// The scheduler of a compressed `page`.
+    pub fn try_new(page: &PageMetadata, data_end: u64) -> Result<Self> {
+        let codec = Compression::try_from(page.compression)
+            .map_err(|_| Error::Unsupported(format!("page compression codec {}", page.compression)))?;
+        let context = PageContext { buffers: &page.buffers, num_rows: page.num_rows, data_end };
+        for (index, buffer) in page.buffers.iter().enumerate() {
+            context.buffer(index as u32, None, "compressed")?;
+            ensure!(
+                buffer.uncompressed_size <= max_decompressed(buffer.size),
+                corrupt,
+                "compressed buffer of {} bytes claims {} bytes decompressed",
+                buffer.size,
+                buffer.uncompressed_size
+            );
+        }
+        Ok(Self { page: page.clone(), codec })
+    }
+}
+
+impl PageScheduler for CompressedPageScheduler {
+    fn num_rows(&self) -> u64 {
+        self.page.num_rows
+    }
+
+    fn schedule_ranges(&self, ranges: &[Range<u64>], io: &PageIo) -> PageLoad {
+        let loaded = io.submit(self.page.buffers.iter().map(|b| b.offset..b.offset + b.size).collect());
+        let (page, codec, ranges) = (self.page.clone(), self.codec, ranges.to_vec());
+        Box::pin(async move {
+            let compressed = loaded.await?;
+            // The decompressed buffers, laid out one after the other from a virtual offset, so
+            // the page's encoding tree can be scheduled against them as against a file.
+            let mut blob = Vec::new();
+            let mut virtual_buffers = Vec::with_capacity(page.buffers.len());
+            for (stored, bytes) in page.buffers.iter().zip(&compressed) {
+                let expected = stored.uncompressed_size as usize;
+                let plain = match codec {
+                    Compression::None => bytes.to_vec(),
+                    Compression::Lz4 => lz4_flex::block::decompress(bytes, expected)
+                        .map_err(|e| Error::corrupt("", format!("an LZ4 page does not decompress: {e}")))?,
+                    Compression::Zstd => zstd::bulk::decompress(bytes, expected)
+                        .map_err(|e| Error::corrupt("", format!("a zstd page does not decompress: {e}")))?,
+                };
+                ensure!(
+                    plain.len() == expected,
+                    corrupt,
+                    "a page decompresses to {} bytes, not {expected}",
+                    plain.len()
+                );
+                let offset = HEADER_LEN + blob.len() as u64;
+                virtual_buffers.push(BufferLocation { offset, size: plain.len() as u64, uncompressed_size: 0 });
+                blob.extend_from_slice(&plain);
+            }
+            let blob = Bytes::from(blob);
+            let context = PageContext {
+                buffers: &virtual_buffers,
+                num_rows: page.num_rows,
+                data_end: HEADER_LEN + blob.len() as u64,
+            };
+            let scheduler = page_scheduler(page.encoding.as_ref(), &context)?;
+            let memory: Arc<dyn EncodingsIo> = Arc::new(MemoryIo { blob });
+            let page_io = PageIo::new(memory, Priority(0), 0);
+            let load = scheduler.schedule_ranges(&ranges, &page_io);
+            page_io.finish();
+            load.await
+        })
+    }
+}
+
+/// Serves reads from decompressed bytes at once (offsets are virtual, from `HEADER_LEN`).
+struct MemoryIo {
+    blob: Bytes,
+}
+
+impl EncodingsIo for MemoryIo {
+    fn submit(&self, request: IoRequest) -> IoFuture {
+        let result = request
+            .ranges
+            .iter()
+            .map(|r| {
+                let (start, end) =
+                    (r.start.saturating_sub(HEADER_LEN) as usize, r.end.saturating_sub(HEADER_LEN) as usize);
+                if r.start < HEADER_LEN || start > end || end > self.blob.len() {
+                    bail!(corrupt, "a read of bytes {r:?} past a decompressed page");
+                }
+                Ok(self.blob.slice(start..end))
+            })
+            .collect::<Result<Vec<_>>>();
+        Box::pin(futures::future::ready(result))
+    }
+
+    fn spawn_indirect(&self, _hint: IndirectHint, step: BoxFuture<'static, ()>) {
+        tokio::spawn(step);
+    }
+}

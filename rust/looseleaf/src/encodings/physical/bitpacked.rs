@@ -1,0 +1,237 @@
+//! Bit-packed integers with a frame of reference: each value is stored as `value - reference`
+//! (the page minimum) in `bit_width` bits, packed in blocks of 1024 in the FastLanes layout
+//! (see [`super::integers`]).
+//!
+//! ```text
+//! int32 values [1000, 1003, 1001, 1007]   reference 1000, differences [0, 3, 1, 7]: 3 bits
+//! buffer: one block of 1024 × 3 bits = 384 bytes (values past the 4th are padding)
+//! ```
+//!
+//! Reading some rows reads only the blocks holding them (`128 × bit_width` bytes each) and
+//! unpacks those blocks: one value costs one block. A width of 0 (all values equal to the
+//! reference) stores nothing. Values of 16 bytes (decimal128) are packed in 64-bit lanes when
+//! their range allows.
+
+use std::ops::Range;
+
+use arrow_buffer::{Buffer, MutableBuffer};
+
+use super::PageContext;
+use super::binary::aligned;
+use super::integers::{BLOCK, block_bytes, blocks_for, read_int, unpack_blocks, write_int};
+use crate::encodings::{DataBlock, FixedWidthBlock, PageDecoder, PageLoad, PageScheduler, SelectedRows};
+use crate::error::{Error, Result, bail, ensure};
+use crate::format::proto::{BitpackedEncoding, BufferLocation};
+use crate::io::PageIo;
+
+/// The validated parameters of a bit-packed node.
+#[derive(Debug, Clone)]
+struct Layout {
+    value_bytes: usize,
+    lane_bytes: usize,
+    bit_width: u32,
+    reference: i128,
+}
+
+impl Layout {
+    fn try_new(encoding: &BitpackedEncoding) -> Result<Self> {
+        let value_bytes = encoding.value_bytes as usize;
+        let lane_bytes = encoding.lane_bits as usize / 8;
+        ensure!(
+            matches!(value_bytes, 1 | 2 | 4 | 8 | 16)
+                && matches!(lane_bytes, 1 | 2 | 4 | 8)
+                && encoding.lane_bits.is_multiple_of(8)
+                && (lane_bytes == value_bytes || (value_bytes == 16 && lane_bytes == 8))
+                && encoding.bit_width <= encoding.lane_bits
+                && encoding.reference.len() == value_bytes,
+            corrupt,
+            "bit-packed encoding with values of {} bytes, lanes of {} bits, width {}, reference of {} bytes",
+            encoding.value_bytes,
+            encoding.lane_bits,
+            encoding.bit_width,
+            encoding.reference.len()
+        );
+        Ok(Self {
+            value_bytes,
+            lane_bytes,
+            bit_width: encoding.bit_width,
+            reference: read_int(&encoding.reference, false),
+        })
+    }
+}
+
+/// Schedules rows of a bit-packed buffer.
+#[derive(Debug, Clone)]
+pub struct BitpackedScheduler {
+    layout: Layout,
+    buffer: BufferLocation,
+    num_rows: u64,
+}
+
+impl BitpackedScheduler {
+    /// The scheduler of `encoding` in `page`.
+    pub fn try_new(encoding: &BitpackedEncoding, page: &PageContext) -> Result<Self> {
+        let layout = Layout::try_new(encoding)?;
+        let expected = page.num_rows.div_ceil(BLOCK as u64) * block_bytes(layout.bit_width);
+        let buffer = page.buffer(encoding.buffer, Some(expected), "bit-packed values")?;
+        Ok(Self { layout, buffer, num_rows: page.num_rows })
+    }
+}
+
+impl PageScheduler for BitpackedScheduler {
+    fn num_rows(&self) -> u64 {
+        self.num_rows
+    }
+
+    fn schedule_ranges(&self, ranges: &[Range<u64>], io: &PageIo) -> PageLoad {
+        let layout = self.layout.clone();
+        let rows = SelectedRows::new(ranges);
+        if layout.bit_width == 0 {
+            return Box::pin(async move {
+                Ok(Box::new(BitpackedDecoder { layout, rows, runs: vec![] }) as Box<dyn PageDecoder>)
+            });
+        }
+        let block_len = block_bytes(layout.bit_width);
+        let runs = blocks_for(ranges);
+        let base = self.buffer.offset;
+        let loaded = io.submit(runs.iter().map(|b| base + b.start * block_len..base + b.end * block_len).collect());
+        Box::pin(async move {
+            let parts = loaded.await?;
+            ensure!(
+                parts.len() == runs.len(),
+                internal,
+                "bit-packed values loaded {} of {} ranges",
+                parts.len(),
+                runs.len()
+            );
+            let runs = runs
+                .into_iter()
+                .zip(parts)
+                .map(|(blocks, bytes)| (blocks, aligned(bytes, layout.lane_bytes)))
+                .collect();
+            Ok(Box::new(BitpackedDecoder { layout, rows, runs }) as Box<dyn PageDecoder>)
+        })
+    }
+}
+
+/// Loaded blocks of a bit-packed page.
+struct BitpackedDecoder {
+    layout: Layout,
+    rows: SelectedRows,
+    /// Runs of consecutive blocks (block numbers) with their packed bytes, sorted.
+    runs: Vec<(Range<u64>, Buffer)>,
+}
+
+impl BitpackedDecoder {
+    /// Decoded values (lane width) of page rows `rows`, as lane values.
+    fn lane_values(&self, rows: &Range<u64>) -> Result<(Buffer, usize)> {
+        let first_block = rows.start / BLOCK as u64;
+        let last_block = rows.end.div_ceil(BLOCK as u64);
+        let run = self.runs.partition_point(|(blocks, _)| blocks.end <= first_block);
+        let Some((blocks, packed)) = self.runs.get(run) else {
+            bail!(internal, "rows of a bit-packed page were not loaded")
+        };
+        ensure!(
+            blocks.start <= first_block && last_block <= blocks.end,
+            internal,
+            "rows span unloaded bit-packed blocks"
+        );
+        let block_len = block_bytes(self.layout.bit_width) as usize;
+        let packed = packed.slice_with_length(
+            (first_block - blocks.start) as usize * block_len,
+            (last_block - first_block) as usize * block_len,
+        );
+        let reference =
+            if self.layout.value_bytes == self.layout.lane_bytes { self.layout.reference as u64 } else { 0 };
+        let values = unpack_blocks(&packed, self.layout.bit_width, self.layout.lane_bytes, reference)?;
+        Ok((values, (rows.start - first_block * BLOCK as u64) as usize))
+    }
+}
+
+impl PageDecoder for BitpackedDecoder {
+    fn num_rows(&self) -> u64 {
+        self.rows.num_rows()
+    }
+
+    fn decode(&self, rows_to_skip: u64, num_rows: u64) -> Result<DataBlock> {
+        let layout = &self.layout;
+        let w = layout.value_bytes;
+        let pieces = self.rows.page_rows(rows_to_skip, num_rows)?;
+        let mut out = MutableBuffer::with_capacity(num_rows as usize * w);
+        if layout.bit_width == 0 {
+            let mut value = vec![0u8; w];
+            write_int(layout.reference, &mut value);
+            for _ in 0..num_rows {
+                out.extend_from_slice(&value);
+            }
+        } else if let ([piece], true) = (pieces.as_slice(), layout.value_bytes == layout.lane_bytes) {
+            // One run of rows at the lane width: the unpacked blocks are the values.
+            let (values, skip) = self.lane_values(piece)?;
+            let data = values.slice_with_length(skip * w, (piece.end - piece.start) as usize * w);
+            return Ok(DataBlock::FixedWidth(FixedWidthBlock {
+                data,
+                bits_per_value: w as u64 * 8,
+                num_values: num_rows,
+            }));
+        } else {
+            for piece in &pieces {
+                let (values, skip) = self.lane_values(piece)?;
+                let len = (piece.end - piece.start) as usize;
+                let lanes = &values.as_slice()[skip * layout.lane_bytes..(skip + len) * layout.lane_bytes];
+                if layout.value_bytes == layout.lane_bytes {
+                    out.extend_from_slice(lanes);
+                } else {
+                    // 16-byte values in 64-bit lanes: widen and add the reference.
+                    for lane in lanes.chunks_exact(layout.lane_bytes) {
+                        let value = layout.reference.wrapping_add(read_int(lane, false));
+                        out.extend_from_slice(&value.to_le_bytes()[..w]);
+                    }
+                }
+            }
+        }
+        ensure!(out.len() == num_rows as usize * w, internal, "bit-packed page decoded the wrong number of values");
+        Ok(DataBlock::FixedWidth(FixedWidthBlock {
+            data: out.into(),
+            bits_per_value: w as u64 * 8,
+            num_values: num_rows,
+        }))
+    }
+}
+
+/// Encodes `values` (integers of `block.bits_per_value / 8` bytes) as bit-packed differences
+/// from `min`, where every value lies in `min..=max`.
+///
+/// # Errors
+/// [`Error::Internal`] if the range does not fit the lanes.
+pub fn encode(
+    block: &FixedWidthBlock,
+    signed: bool,
+    min: i128,
+    max: i128,
+    buffers: &mut Vec<Buffer>,
+) -> Result<BitpackedEncoding> {
+    let value_bytes = (block.bits_per_value / 8) as usize;
+    let lane_bytes = value_bytes.min(8);
+    let range = max.wrapping_sub(min) as u128;
+    let bit_width = super::integers::bits_needed(range);
+    if bit_width as usize > lane_bytes * 8 {
+        return Err(Error::Internal(format!("a range of {bit_width} bits does not fit {lane_bytes}-byte lanes")));
+    }
+    let deltas: Vec<u64> =
+        block.data.as_slice().chunks_exact(value_bytes).map(|v| read_int(v, signed).wrapping_sub(min) as u64).collect();
+    let buffer = if bit_width == 0 {
+        Buffer::from_vec(Vec::<u8>::new())
+    } else {
+        super::integers::pack(&deltas, bit_width, lane_bytes)?
+    };
+    buffers.push(buffer);
+    let mut reference = vec![0u8; value_bytes];
+    write_int(min, &mut reference);
+    Ok(BitpackedEncoding {
+        value_bytes: value_bytes as u32,
+        lane_bits: lane_bytes as u32 * 8,
+        bit_width,
+        reference,
+        buffer: (buffers.len() - 1) as u32,
+    })
+}

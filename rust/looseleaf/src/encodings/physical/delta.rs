@@ -1,0 +1,193 @@
+//! Delta: non-decreasing integers (sorted keys, offsets) as the first value of each block of
+//! 1024 and the bit-packed difference of every value from the one before it.
+//!
+//! ```text
+//! int64 values [7, 7, 8, 12]   base 7, differences [0, 0, 1, 4]: 3 bits
+//! bases buffer: 8 bytes (one per block); deltas buffer: one block of 1024 × 3 bits
+//! ```
+//!
+//! Reading some rows reads the blocks holding them and their bases, then sums each block's
+//! differences from its base: one value costs one block.
+
+use std::ops::Range;
+
+use arrow_buffer::{Buffer, MutableBuffer};
+
+use super::PageContext;
+use super::binary::aligned;
+use super::integers::{BLOCK, bits_needed, block_bytes, blocks_for, pack, read_int, unpack_blocks};
+use crate::encodings::{DataBlock, FixedWidthBlock, PageDecoder, PageLoad, PageScheduler, SelectedRows};
+use crate::error::{Result, bail, ensure};
+use crate::format::proto::{BufferLocation, DeltaEncoding};
+use crate::io::PageIo;
+
+/// Schedules rows of a delta-encoded page.
+#[derive(Debug, Clone)]
+pub struct DeltaScheduler {
+    value_bytes: usize,
+    bit_width: u32,
+    bases: BufferLocation,
+    deltas: BufferLocation,
+    num_rows: u64,
+}
+
+impl DeltaScheduler {
+    /// The scheduler of `encoding` in `page`.
+    pub fn try_new(encoding: &DeltaEncoding, page: &PageContext) -> Result<Self> {
+        let value_bytes = encoding.value_bytes as usize;
+        ensure!(
+            matches!(value_bytes, 1 | 2 | 4 | 8) && encoding.bit_width as usize <= value_bytes * 8,
+            corrupt,
+            "delta encoding of {value_bytes}-byte values with {}-bit differences",
+            encoding.bit_width
+        );
+        let blocks = page.num_rows.div_ceil(BLOCK as u64);
+        let bases = page.buffer(encoding.bases_buffer, Some(blocks * value_bytes as u64), "delta bases")?;
+        let deltas = page.buffer(encoding.deltas_buffer, Some(blocks * block_bytes(encoding.bit_width)), "deltas")?;
+        Ok(Self { value_bytes, bit_width: encoding.bit_width, bases, deltas, num_rows: page.num_rows })
+    }
+}
+
+impl PageScheduler for DeltaScheduler {
+    fn num_rows(&self) -> u64 {
+        self.num_rows
+    }
+
+    fn schedule_ranges(&self, ranges: &[Range<u64>], io: &PageIo) -> PageLoad {
+        let (w, width) = (self.value_bytes, self.bit_width);
+        let runs = blocks_for(ranges);
+        let block_len = block_bytes(width);
+        let mut requested = Vec::with_capacity(runs.len() * 2);
+        for blocks in &runs {
+            requested.push(self.bases.offset + blocks.start * w as u64..self.bases.offset + blocks.end * w as u64);
+            requested.push(self.deltas.offset + blocks.start * block_len..self.deltas.offset + blocks.end * block_len);
+        }
+        let loaded = io.submit(requested);
+        let rows = SelectedRows::new(ranges);
+        Box::pin(async move {
+            let parts = loaded.await?;
+            ensure!(
+                parts.len() == runs.len() * 2,
+                internal,
+                "delta page loaded {} of {} ranges",
+                parts.len(),
+                runs.len() * 2
+            );
+            let mut parts = parts.into_iter();
+            let mut loaded_runs = Vec::with_capacity(runs.len());
+            for blocks in runs {
+                let (Some(bases), Some(deltas)) = (parts.next(), parts.next()) else { bail!(internal, "delta parts") };
+                loaded_runs.push((blocks, Buffer::from(bases), aligned(deltas, w)));
+            }
+            Ok(Box::new(DeltaDecoder { value_bytes: w, bit_width: width, rows, runs: loaded_runs })
+                as Box<dyn PageDecoder>)
+        })
+    }
+}
+
+struct DeltaDecoder {
+    value_bytes: usize,
+    bit_width: u32,
+    rows: SelectedRows,
+    /// Runs of blocks with their bases and packed differences.
+    runs: Vec<(Range<u64>, Buffer, Buffer)>,
+}
+
+impl DeltaDecoder {
+    /// The values of whole blocks covering page rows `rows`, and the offset of `rows.start`.
+    fn block_values(&self, rows: &Range<u64>) -> Result<(Vec<u8>, usize)> {
+        let w = self.value_bytes;
+        let first = rows.start / BLOCK as u64;
+        let last = rows.end.div_ceil(BLOCK as u64);
+        let run = self.runs.partition_point(|(blocks, _, _)| blocks.end <= first);
+        let Some((blocks, bases, deltas)) = self.runs.get(run) else {
+            bail!(internal, "rows of a delta page were not loaded")
+        };
+        ensure!(blocks.start <= first && last <= blocks.end, internal, "rows span unloaded delta blocks");
+        let count = (last - first) as usize;
+        let mut out = Vec::with_capacity(count * BLOCK * w);
+        let differences = if self.bit_width == 0 {
+            None
+        } else {
+            let block_len = block_bytes(self.bit_width) as usize;
+            let packed = deltas.slice_with_length((first - blocks.start) as usize * block_len, count * block_len);
+            Some(unpack_blocks(&packed, self.bit_width, w, 0)?)
+        };
+        for block in 0..count {
+            let base_at = ((first - blocks.start) as usize + block) * w;
+            let Some(base) = bases.as_slice().get(base_at..base_at + w) else {
+                bail!(corrupt, "delta bases too short")
+            };
+            let mut value = read_int(base, false);
+            for i in 0..BLOCK {
+                if let Some(differences) = &differences {
+                    let at = (block * BLOCK + i) * w;
+                    value = value.wrapping_add(read_int(&differences.as_slice()[at..at + w], false));
+                }
+                out.extend_from_slice(&value.to_le_bytes()[..w]);
+            }
+        }
+        Ok((out, (rows.start - first * BLOCK as u64) as usize))
+    }
+}
+
+impl PageDecoder for DeltaDecoder {
+    fn num_rows(&self) -> u64 {
+        self.rows.num_rows()
+    }
+
+    fn decode(&self, rows_to_skip: u64, num_rows: u64) -> Result<DataBlock> {
+        let w = self.value_bytes;
+        let mut out = MutableBuffer::with_capacity(num_rows as usize * w);
+        for piece in self.rows.page_rows(rows_to_skip, num_rows)? {
+            let (values, skip) = self.block_values(&piece)?;
+            let len = (piece.end - piece.start) as usize;
+            out.extend_from_slice(&values[skip * w..(skip + len) * w]);
+        }
+        Ok(DataBlock::FixedWidth(FixedWidthBlock {
+            data: out.into(),
+            bits_per_value: w as u64 * 8,
+            num_values: num_rows,
+        }))
+    }
+}
+
+/// The bit width of the differences of non-decreasing `values` (None if they decrease).
+pub fn difference_width(values: &[i128]) -> Option<u32> {
+    let mut widest = 0u128;
+    for (i, pair) in values.windows(2).enumerate() {
+        if pair[1] < pair[0] {
+            return None;
+        }
+        // The first value of each block is stored as a base, not a difference.
+        if (i + 1) % BLOCK != 0 {
+            widest = widest.max((pair[1] - pair[0]) as u128);
+        }
+    }
+    Some(bits_needed(widest))
+}
+
+/// Encodes non-decreasing `values` (of `value_bytes` bytes each, `bit_width` from
+/// [`difference_width`]).
+pub fn encode(values: &[i128], value_bytes: usize, bit_width: u32, buffers: &mut Vec<Buffer>) -> Result<DeltaEncoding> {
+    let mut bases = MutableBuffer::with_capacity(values.len().div_ceil(BLOCK) * value_bytes);
+    let mut differences = Vec::with_capacity(values.len());
+    for block in values.chunks(BLOCK) {
+        bases.extend_from_slice(&block[0].to_le_bytes()[..value_bytes]);
+        differences.push(0);
+        differences.extend(block.windows(2).map(|p| (p[1] - p[0]) as u64));
+    }
+    buffers.push(bases.into());
+    let bases_buffer = (buffers.len() - 1) as u32;
+    buffers.push(if bit_width == 0 {
+        Buffer::from_vec(Vec::<u8>::new())
+    } else {
+        pack(&differences, bit_width, value_bytes)?
+    });
+    Ok(DeltaEncoding {
+        value_bytes: value_bytes as u32,
+        bit_width,
+        bases_buffer,
+        deltas_buffer: (buffers.len() - 1) as u32,
+    })
+}

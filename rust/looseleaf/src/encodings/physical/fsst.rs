@@ -1,0 +1,183 @@
+//! FSST: strings compressed with a static table of up to 255 symbols (1 to 8 bytes each) learnt
+//! from a sample of the page; each value becomes a string of codes (one byte per symbol, or the
+//! escape code 255 followed by a literal byte), stored as a binary child. Any single value can
+//! be decompressed alone, so random access costs a [`super::binary`] read plus the table.
+//!
+//! ```text
+//! symbols buffer: [n] [len_0 .. len_n-1] [symbol_0 (8 bytes) .. symbol_n-1]
+//! codes: binary values, one per row
+//! ```
+//!
+//! Compression and decompression use the `fsst-rs` crate; the symbol table is checked before
+//! use and every code string before it is decompressed.
+
+use std::ops::Range;
+
+use arrow_buffer::{Buffer, MutableBuffer};
+use bytes::Bytes;
+use fsst::{Compressor, Decompressor, Symbol};
+
+use super::PageContext;
+use crate::encodings::{DataBlock, PageDecoder, PageLoad, PageScheduler, VariableWidthBlock};
+use crate::error::{Result, bail, ensure};
+use crate::format::proto::{BufferLocation, FsstEncoding};
+use crate::io::PageIo;
+
+const ESCAPE: u8 = 255;
+
+/// Schedules the symbol table and the codes of some rows.
+#[derive(Debug)]
+pub struct FsstScheduler {
+    symbols: BufferLocation,
+    codes: Box<dyn PageScheduler>,
+}
+
+impl FsstScheduler {
+    /// The scheduler of `encoding` in `page`.
+    pub fn try_new(encoding: &FsstEncoding, page: &PageContext) -> Result<Self> {
+        let Some(codes) = encoding.codes.as_deref() else { bail!(corrupt, "FSST encoding without codes") };
+        let symbols = page.buffer(encoding.symbols_buffer, None, "FSST symbol table")?;
+        ensure!(symbols.size <= 1 + 255 * 9, corrupt, "FSST symbol table of {} bytes", symbols.size);
+        Ok(Self { symbols, codes: super::page_scheduler(Some(codes), page)? })
+    }
+}
+
+impl PageScheduler for FsstScheduler {
+    fn num_rows(&self) -> u64 {
+        self.codes.num_rows()
+    }
+
+    fn schedule_ranges(&self, ranges: &[Range<u64>], io: &PageIo) -> PageLoad {
+        let table = io.submit(vec![self.symbols.offset..self.symbols.offset + self.symbols.size]);
+        let codes = self.codes.schedule_ranges(ranges, io);
+        Box::pin(async move {
+            let (mut table, codes) = futures::try_join!(table, codes)?;
+            let table = SymbolTable::parse(&table.pop().unwrap_or_default())?;
+            Ok(Box::new(FsstDecoder { table, codes }) as Box<dyn PageDecoder>)
+        })
+    }
+}
+
+/// A checked symbol table.
+struct SymbolTable {
+    symbols: [Symbol; 255],
+    lengths: [u8; 255],
+}
+
+impl SymbolTable {
+    fn parse(bytes: &Bytes) -> Result<Self> {
+        let Some(&count) = bytes.first() else { bail!(corrupt, "empty FSST symbol table") };
+        let count = count as usize;
+        ensure!(
+            count <= 255 && bytes.len() == 1 + count * 9,
+            corrupt,
+            "FSST symbol table of {} bytes for {count} symbols",
+            bytes.len()
+        );
+        let mut lengths = [1u8; 255];
+        let mut symbols = [Symbol::from_u8(0); 255];
+        for i in 0..count {
+            let length = bytes[1 + i];
+            ensure!((1..=8).contains(&length), corrupt, "FSST symbol of {length} bytes");
+            lengths[i] = length;
+            let at = 1 + count + i * 8;
+            let mut symbol = [0u8; 8];
+            symbol.copy_from_slice(&bytes[at..at + 8]);
+            symbols[i] = Symbol::from_slice(&symbol);
+        }
+        Ok(Self { symbols, lengths })
+    }
+}
+
+struct FsstDecoder {
+    table: SymbolTable,
+    codes: Box<dyn PageDecoder>,
+}
+
+impl PageDecoder for FsstDecoder {
+    fn num_rows(&self) -> u64 {
+        self.codes.num_rows()
+    }
+
+    fn decode(&self, rows_to_skip: u64, num_rows: u64) -> Result<DataBlock> {
+        let DataBlock::VariableWidth(codes) = self.codes.decode(rows_to_skip, num_rows)? else {
+            bail!(corrupt, "FSST codes do not decode to binary values")
+        };
+        let offsets = codes.offsets_u64()?;
+        let data = codes.data.as_slice();
+        let decompressor = Decompressor::new(&self.table.symbols, &self.table.lengths);
+        let total_codes = offsets.last().copied().unwrap_or(0) - offsets.first().copied().unwrap_or(0);
+        // Each code yields at most 8 bytes; 8 more leave room for the decompressor's wide writes.
+        let mut out: Vec<u8> = Vec::with_capacity(total_codes as usize * 8 + 8);
+        let mut out_offsets = Vec::with_capacity(offsets.len());
+        out_offsets.push(0u64);
+        for pair in offsets.windows(2) {
+            let (start, end) = (pair[0] as usize, pair[1] as usize);
+            ensure!(start <= end && end <= data.len(), corrupt, "FSST code offsets out of range");
+            let value = &data[start..end];
+            ensure!(!ends_with_lone_escape(value), corrupt, "FSST codes end with an escape");
+            let spare = out.spare_capacity_mut();
+            let written = decompressor.decompress_into(value, spare);
+            // SAFETY: `decompress_into` initialised `written` bytes of the spare capacity.
+            unsafe { out.set_len(out.len() + written) };
+            out_offsets.push(out.len() as u64);
+        }
+        let block = VariableWidthBlock {
+            offsets: Buffer::from_vec(out_offsets),
+            bits_per_offset: 64,
+            data: Buffer::from_vec(out),
+            num_values: num_rows,
+        };
+        Ok(DataBlock::VariableWidth(VariableWidthBlock::concat(&[block])?))
+    }
+}
+
+/// Whether `codes` ends with an escape code that has no literal byte after it.
+fn ends_with_lone_escape(codes: &[u8]) -> bool {
+    let mut i = 0;
+    while i < codes.len() {
+        i += if codes[i] == ESCAPE { 2 } else { 1 };
+    }
+    i > codes.len()
+}
+
+/// Trains a symbol table on a sample of `values` and compresses all of them; returns the
+/// serialised table and the codes, or `None` if compression does not pay.
+pub fn compress(values: &VariableWidthBlock) -> Result<Option<(Buffer, VariableWidthBlock)>> {
+    let offsets = values.offsets_u64()?;
+    let data = values.data.as_slice();
+    let strings: Vec<&[u8]> = offsets.windows(2).map(|w| &data[w[0] as usize..w[1] as usize]).collect();
+    let total: usize = strings.iter().map(|s| s.len()).sum();
+    if total < 1024 {
+        return Ok(None);
+    }
+    // A sample of up to 32 KiB of values spread over the page trains the table.
+    let step = (total / (32 * 1024)).max(1);
+    let sample: Vec<&[u8]> = strings.iter().step_by(step).copied().collect();
+    let compressor = Compressor::train(&sample);
+    let mut codes = MutableBuffer::with_capacity(total / 2);
+    let mut code_offsets = Vec::with_capacity(strings.len() + 1);
+    code_offsets.push(0u64);
+    for string in &strings {
+        codes.extend_from_slice(&compressor.compress(string));
+        code_offsets.push(codes.len() as u64);
+    }
+    let table_bytes = 1 + compressor.n_symbols() * 9;
+    if codes.len() + table_bytes + strings.len() >= total {
+        return Ok(None);
+    }
+    let n = compressor.n_symbols();
+    let mut table = MutableBuffer::with_capacity(table_bytes);
+    table.push(n as u8);
+    table.extend_from_slice(&compressor.symbol_lengths()[..n]);
+    for symbol in &compressor.symbol_table()[..n] {
+        table.extend_from_slice(&symbol.to_u64().to_le_bytes());
+    }
+    let codes = VariableWidthBlock::concat(&[VariableWidthBlock {
+        offsets: Buffer::from_vec(code_offsets),
+        bits_per_offset: 64,
+        data: codes.into(),
+        num_values: strings.len() as u64,
+    }])?;
+    Ok(Some((table.into(), codes)))
+}

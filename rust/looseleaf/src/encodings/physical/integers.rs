@@ -1,0 +1,171 @@
+//! Integer helpers shared by the integer encodings ([`super::bitpacked`], [`super::delta`],
+//! [`super::rle`], [`super::dictionary`]): reading fixed-width values as integers, and
+//! bit-packing blocks of 1024 in the FastLanes layout (the `fastlanes` crate).
+//!
+//! FastLanes packs a block of 1024 values of a lane type `T` (u8, u16, u32, u64) into
+//! `1024 × width / T::BITS` lanes, interleaved so that unpacking is vectorisable; a block of
+//! `width` bits takes `128 × width` bytes whatever `T`.
+
+use std::ops::Range;
+
+use arrow_buffer::{Buffer, MutableBuffer};
+use fastlanes::{BitPacking, FoR};
+
+use crate::error::{Result, bail, ensure};
+
+/// Values per FastLanes block.
+pub const BLOCK: usize = 1024;
+
+/// The value of `bytes` (1, 2, 4, 8 or 16 little-endian bytes) as an integer.
+pub fn read_int(bytes: &[u8], signed: bool) -> i128 {
+    let mut buf = [0u8; 16];
+    buf[..bytes.len()].copy_from_slice(bytes);
+    let unsigned = u128::from_le_bytes(buf);
+    let bits = bytes.len() * 8;
+    if signed && bits < 128 && (unsigned >> (bits - 1)) & 1 == 1 {
+        (unsigned | (u128::MAX << bits)) as i128
+    } else {
+        unsigned as i128
+    }
+}
+
+/// Writes the low `out.len()` bytes of `value`, little endian.
+pub fn write_int(value: i128, out: &mut [u8]) {
+    let bytes = value.to_le_bytes();
+    out.copy_from_slice(&bytes[..out.len()]);
+}
+
+/// Bits needed to store every integer from 0 to `max`.
+pub fn bits_needed(max: u128) -> u32 {
+    128 - max.leading_zeros()
+}
+
+/// Bytes of one packed block of `width` bits.
+pub fn block_bytes(width: u32) -> u64 {
+    128 * width as u64
+}
+
+/// The blocks holding the rows of `ranges`, as merged ranges of block numbers.
+pub fn blocks_for(ranges: &[Range<u64>]) -> Vec<Range<u64>> {
+    let mut out: Vec<Range<u64>> = Vec::new();
+    for range in ranges.iter().filter(|r| r.end > r.start) {
+        let blocks = range.start / BLOCK as u64..range.end.div_ceil(BLOCK as u64);
+        match out.last_mut() {
+            Some(last) if blocks.start <= last.end => last.end = last.end.max(blocks.end),
+            _ => out.push(blocks),
+        }
+    }
+    out
+}
+
+/// Packs `values` (any count; the last block padded with zeros) into blocks of `width` bits
+/// with lanes of `lane_bytes` bytes, returning the packed bytes.
+///
+/// # Errors
+/// An internal error if a value does not fit `width` bits or the widths are invalid.
+pub fn pack(values: &[u64], width: u32, lane_bytes: usize) -> Result<Buffer> {
+    ensure!(width as usize <= lane_bytes * 8, internal, "bit width {width} exceeds {lane_bytes}-byte lanes");
+    if let Some(max) = values.iter().max() {
+        ensure!(bits_needed(*max as u128) <= width, internal, "a value does not fit {width} bits");
+    }
+    macro_rules! pack_lanes {
+        ($t:ty) => {{
+            let lanes_per_block = BLOCK * width as usize / <$t>::BITS as usize;
+            let mut out: Vec<$t> = Vec::with_capacity(values.len().div_ceil(BLOCK) * lanes_per_block);
+            let mut input = [0 as $t; BLOCK];
+            let mut packed = vec![0 as $t; lanes_per_block];
+            for chunk in values.chunks(BLOCK) {
+                input.fill(0);
+                for (slot, value) in input.iter_mut().zip(chunk) {
+                    *slot = *value as $t;
+                }
+                // SAFETY: `input` holds exactly 1024 values and `packed` exactly
+                // 1024 × width / T::BITS lanes; `width` is at most T::BITS (checked above).
+                unsafe { <$t as BitPacking>::unchecked_pack(width as usize, &input, &mut packed) };
+                out.extend_from_slice(&packed);
+            }
+            Buffer::from_vec(out)
+        }};
+    }
+    Ok(match lane_bytes {
+        1 => pack_lanes!(u8),
+        2 => pack_lanes!(u16),
+        4 => pack_lanes!(u32),
+        8 => pack_lanes!(u64),
+        other => bail!(internal, "lanes of {other} bytes"),
+    })
+}
+
+/// Unpacks whole blocks of `width`-bit values (lanes of `lane_bytes`) from `packed`, adding
+/// `reference` (wrapping, in the lane type): 1024 lane values per block, little endian.
+///
+/// # Errors
+/// [`crate::Error::Corrupt`] if `packed` is not a whole number of blocks, or is not aligned to
+/// the lane width (callers align buffers first).
+pub fn unpack_blocks(packed: &Buffer, width: u32, lane_bytes: usize, reference: u64) -> Result<Buffer> {
+    ensure!(width as usize <= lane_bytes * 8, corrupt, "bit width {width} exceeds {lane_bytes}-byte lanes");
+    let block_len = block_bytes(width) as usize;
+    ensure!(block_len > 0, internal, "unpacking blocks of width 0");
+    ensure!(
+        packed.len().is_multiple_of(block_len),
+        corrupt,
+        "packed buffer of {} bytes is not whole blocks",
+        packed.len()
+    );
+    ensure!((packed.as_ptr() as usize).is_multiple_of(lane_bytes), internal, "packed buffer is not aligned");
+    let num_blocks = packed.len() / block_len;
+    let mut out = MutableBuffer::from_len_zeroed(num_blocks * BLOCK * lane_bytes);
+    macro_rules! unpack_lanes {
+        ($t:ty) => {{
+            let lanes = packed.typed_data::<$t>();
+            let lanes_per_block = BLOCK * width as usize / <$t>::BITS as usize;
+            let output = out.typed_data_mut::<$t>();
+            for (block, values) in lanes.chunks_exact(lanes_per_block).zip(output.chunks_exact_mut(BLOCK)) {
+                // SAFETY: `block` holds exactly 1024 × width / T::BITS lanes and `values` 1024
+                // values; `width` is at most T::BITS (checked above).
+                unsafe { <$t as FoR>::unchecked_unfor_pack(width as usize, block, reference as $t, values) };
+            }
+        }};
+    }
+    match lane_bytes {
+        1 => unpack_lanes!(u8),
+        2 => unpack_lanes!(u16),
+        4 => unpack_lanes!(u32),
+        8 => unpack_lanes!(u64),
+        other => bail!(corrupt, "lanes of {other} bytes"),
+    }
+    Ok(out.into())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ints_read_and_write_with_sign() {
+        assert_eq!(read_int(&[0xff], true), -1);
+        assert_eq!(read_int(&[0xff], false), 255);
+        assert_eq!(read_int(&(-5i64).to_le_bytes(), true), -5);
+        let mut out = [0u8; 2];
+        write_int(-2, &mut out);
+        assert_eq!(out, (-2i16).to_le_bytes());
+        assert_eq!(bits_needed(0), 0);
+        assert_eq!(bits_needed(255), 8);
+        assert_eq!(blocks_for(&[0..10, 1000..1030, 5000..5001]), vec![0..2, 4..5]);
+    }
+
+    #[test]
+    fn pack_unpack_round_trip() {
+        for (lane, width) in [(1, 3), (2, 11), (4, 1), (4, 17), (8, 40), (8, 64)] {
+            let values: Vec<u64> = (0..2500u64).map(|i| (i * 2654435761) & ((1u128 << width) - 1) as u64).collect();
+            let packed = pack(&values, width, lane).unwrap();
+            assert_eq!(packed.len() as u64, 3 * block_bytes(width));
+            let out = unpack_blocks(&packed, width, lane, 7).unwrap();
+            let back: Vec<u64> =
+                out.as_slice().chunks_exact(lane).map(|c| read_int(c, false) as u64).take(values.len()).collect();
+            let expected: Vec<u64> =
+                values.iter().map(|v| (*v as u128 + 7).rem_euclid(1u128 << (lane * 8)) as u64).collect();
+            assert_eq!(back, expected, "lane {lane} width {width}");
+        }
+    }
+}

@@ -1,0 +1,661 @@
+//! Choosing the encoding of each page from statistics of its values.
+//!
+//! The writer hands every page's [`DataBlock`] to a [`PageEncoder`], which measures the values
+//! (range, runs, sortedness in one pass; distinct values on a sample, then exactly only when a
+//! dictionary looks worth it; an FSST table trained on a sample) and estimates the size of each
+//! applicable encoding from those measures rather than by trying them all:
+//!
+//! | values | candidates |
+//! |---|---|
+//! | integers (ints, dates, times, timestamps, durations, decimals up to 128 bits) | constant, bit-packed with a frame of reference, delta (non-decreasing), run-length, dictionary, plain |
+//! | floats and other fixed-width values | constant, run-length, dictionary, plain |
+//! | booleans | constant, bitmap |
+//! | strings and binaries | constant, dictionary, FSST, plain; offsets encoded as integers (delta) |
+//!
+//! Run-length and dictionary pages must beat the best block-addressable encoding clearly (their
+//! random access reads all runs or the whole dictionary), and plain wins unless something saves
+//! a tenth of it. An [`EncodingPolicy`] per column can force or forbid encodings.
+
+use std::collections::{HashMap, HashSet};
+use std::str::FromStr;
+
+use arrow_buffer::{BooleanBuffer, Buffer, MutableBuffer};
+use arrow_schema::DataType;
+
+use super::physical::integers::{BLOCK, bits_needed, read_int, write_int};
+use super::physical::{bitpacked, delta, encode_block, fsst};
+use super::{DataBlock, FixedWidthBlock, VariableWidthBlock};
+use crate::error::{Error, Result, bail};
+use crate::format::proto::{self, encoding::Kind};
+
+/// The encodings a policy can name.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum EncodingKind {
+    /// Values stored as they are.
+    Plain,
+    /// One value for the whole page.
+    Constant,
+    /// Frame of reference and bit-packing (integers).
+    Bitpacked,
+    /// Bit-packed differences (non-decreasing integers).
+    Delta,
+    /// Run-length.
+    Rle,
+    /// Dictionary of distinct values.
+    Dictionary,
+    /// FSST string compression.
+    Fsst,
+}
+
+impl EncodingKind {
+    /// The name used in options (`plain`, `constant`, `bitpacked`, `delta`, `rle`, `dictionary`,
+    /// `fsst`).
+    pub fn name(self) -> &'static str {
+        match self {
+            Self::Plain => "plain",
+            Self::Constant => "constant",
+            Self::Bitpacked => "bitpacked",
+            Self::Delta => "delta",
+            Self::Rle => "rle",
+            Self::Dictionary => "dictionary",
+            Self::Fsst => "fsst",
+        }
+    }
+}
+
+impl FromStr for EncodingKind {
+    type Err = Error;
+
+    fn from_str(name: &str) -> Result<Self> {
+        Ok(match name.to_ascii_lowercase().as_str() {
+            "plain" => Self::Plain,
+            "constant" => Self::Constant,
+            "bitpacked" | "bitpacking" | "for" => Self::Bitpacked,
+            "delta" => Self::Delta,
+            "rle" | "run_length" => Self::Rle,
+            "dictionary" | "dict" => Self::Dictionary,
+            "fsst" => Self::Fsst,
+            other => {
+                return Err(Error::InvalidArgument(format!(
+                    "unknown encoding {other:?} (known: plain, constant, bitpacked, delta, rle, dictionary, fsst)"
+                )));
+            }
+        })
+    }
+}
+
+/// Which encodings a column may use.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct EncodingPolicy {
+    /// Use this encoding for the column's values (an error if it cannot store a page).
+    pub force: Option<EncodingKind>,
+    /// Never use these, anywhere in the column's pages.
+    pub forbid: HashSet<EncodingKind>,
+}
+
+impl EncodingPolicy {
+    /// Plain values only: every other encoding forbidden (predictable layouts, for tests and
+    /// for data that does not compress).
+    pub fn plain_only() -> Self {
+        use EncodingKind::*;
+        Self { force: None, forbid: [Constant, Bitpacked, Delta, Rle, Dictionary, Fsst].into_iter().collect() }
+    }
+
+    fn allows(&self, kind: EncodingKind) -> bool {
+        kind == EncodingKind::Plain || !self.forbid.contains(&kind)
+    }
+
+    /// The policy of the values inside an encoding (dictionary indices, run values...): the
+    /// same prohibitions, nothing forced.
+    fn nested(&self) -> EncodingPolicy {
+        EncodingPolicy { force: None, forbid: self.forbid.clone() }
+    }
+}
+
+/// What a column's values are, for the encoder: it sees only bytes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ValueKind {
+    /// Integers (or values ordered as integers: dates, times, decimals...).
+    Integer {
+        /// Whether negative values exist.
+        signed: bool,
+    },
+    /// Floating point numbers.
+    Float,
+    /// Booleans.
+    Boolean,
+    /// Strings and binaries.
+    Bytes,
+    /// Other fixed-width values (fixed-size binaries, intervals, wide decimals, lists).
+    Opaque,
+}
+
+impl ValueKind {
+    /// The kind of the values of `data_type` (of a dictionary's values for dictionaries).
+    pub fn of(data_type: &DataType) -> Self {
+        match data_type {
+            DataType::Int8
+            | DataType::Int16
+            | DataType::Int32
+            | DataType::Int64
+            | DataType::Date32
+            | DataType::Date64
+            | DataType::Time32(_)
+            | DataType::Time64(_)
+            | DataType::Timestamp(..)
+            | DataType::Duration(_)
+            | DataType::Decimal32(..)
+            | DataType::Decimal64(..)
+            | DataType::Decimal128(..)
+            | DataType::Interval(arrow_schema::IntervalUnit::YearMonth) => Self::Integer { signed: true },
+            DataType::UInt8 | DataType::UInt16 | DataType::UInt32 | DataType::UInt64 => Self::Integer { signed: false },
+            DataType::Float16 | DataType::Float32 | DataType::Float64 => Self::Float,
+            DataType::Boolean => Self::Boolean,
+            DataType::Utf8
+            | DataType::LargeUtf8
+            | DataType::Utf8View
+            | DataType::Binary
+            | DataType::LargeBinary
+            | DataType::BinaryView => Self::Bytes,
+            DataType::Dictionary(_, value) => Self::of(value),
+            _ => Self::Opaque,
+        }
+    }
+}
+
+/// Encodes the pages of one column.
+#[derive(Debug, Clone)]
+pub struct PageEncoder {
+    kind: ValueKind,
+    policy: EncodingPolicy,
+}
+
+/// Pages of fewer values than this are written plain (nothing is worth its overhead).
+const MIN_VALUES: u64 = 16;
+
+impl PageEncoder {
+    /// An encoder of values of `kind` under `policy`.
+    pub fn new(kind: ValueKind, policy: EncodingPolicy) -> Self {
+        Self { kind, policy }
+    }
+
+    /// Writes `block` into `buffers` (appending) and returns its encoding tree.
+    ///
+    /// # Errors
+    /// [`Error::InvalidArgument`] if the policy forces an encoding that cannot store the page.
+    pub fn encode(&self, block: DataBlock, buffers: &mut Vec<Buffer>) -> Result<proto::Encoding> {
+        match block {
+            DataBlock::AllNull { .. } => encode_block(block, buffers),
+            DataBlock::Nullable { validity, values } => {
+                let values = fill_nulls(*values, &validity)?;
+                buffers.push(validity.sliced());
+                let validity_buffer = (buffers.len() - 1) as u32;
+                let values = self.encode_values(values, buffers, &self.policy)?;
+                Ok(node(Kind::Nullable(proto::NullableEncoding { validity_buffer, values: Some(Box::new(values)) })))
+            }
+            other => self.encode_values(other, buffers, &self.policy),
+        }
+    }
+
+    fn encode_values(
+        &self,
+        block: DataBlock,
+        buffers: &mut Vec<Buffer>,
+        policy: &EncodingPolicy,
+    ) -> Result<proto::Encoding> {
+        let forced = policy.force;
+        match (block, self.kind) {
+            (DataBlock::Dictionary { indices, dictionary }, _) => {
+                // Dictionary input: its indices as integers, its values as this column's kind.
+                let DataBlock::FixedWidth(indices) = *indices else {
+                    bail!(internal, "dictionary indices are not integers")
+                };
+                let nested = policy.nested();
+                let index_bytes = (indices.bits_per_value / 8) as u32;
+                let dictionary_size = dictionary.num_values();
+                let indices = encode_integers(&indices, false, &nested, buffers)?;
+                let dictionary = self.encode_values(dictionary.as_ref().clone(), buffers, &nested)?;
+                Ok(node(Kind::Dictionary(proto::DictionaryEncoding {
+                    dictionary_size,
+                    index_bytes,
+                    indices: Some(Box::new(indices)),
+                    dictionary: Some(Box::new(dictionary)),
+                })))
+            }
+            (DataBlock::FixedWidth(values), ValueKind::Integer { signed }) if integer_width(&values) => {
+                if let Some(kind) = forced {
+                    return force_fixed(kind, values, Some(signed), buffers, policy, self);
+                }
+                encode_integers(&values, signed, policy, buffers)
+            }
+            (DataBlock::FixedWidth(values), _) => {
+                if let Some(kind) = forced {
+                    return force_fixed(kind, values, None, buffers, policy, self);
+                }
+                self.encode_fixed(values, buffers, policy)
+            }
+            (DataBlock::Boolean(bits), _) => {
+                if forced.is_none_or(|k| k == EncodingKind::Constant) && policy.allows(EncodingKind::Constant) {
+                    let ones = bits.count_set_bits();
+                    if bits.is_empty() || ones == 0 || ones == bits.len() {
+                        return Ok(constant(1, vec![u8::from(ones > 0)]));
+                    }
+                    if forced.is_some() {
+                        bail!(invalid, "a page of booleans that are not all equal cannot be written constant");
+                    }
+                }
+                check_forced(forced, &[EncodingKind::Plain])?;
+                encode_block(DataBlock::Boolean(bits), buffers)
+            }
+            (DataBlock::VariableWidth(values), _) => self.encode_strings(values, buffers, policy),
+            (other, _) => {
+                check_forced(forced, &[EncodingKind::Plain])?;
+                encode_block(other, buffers)
+            }
+        }
+    }
+
+    /// Fixed-width values that are not integers: constant, run-length, dictionary or plain.
+    fn encode_fixed(
+        &self,
+        values: FixedWidthBlock,
+        buffers: &mut Vec<Buffer>,
+        policy: &EncodingPolicy,
+    ) -> Result<proto::Encoding> {
+        let w = (values.bits_per_value / 8) as usize;
+        let n = values.num_values as usize;
+        if n as u64 >= MIN_VALUES && w > 0 {
+            let rows: Vec<&[u8]> = values.data.as_slice().chunks_exact(w).take(n).collect();
+            if policy.allows(EncodingKind::Constant) && rows.windows(2).all(|p| p[0] == p[1]) {
+                return Ok(constant(values.bits_per_value, rows.first().map(|r| r.to_vec()).unwrap_or_default()));
+            }
+            let plain = (n * w) as u64;
+            let runs = 1 + rows.windows(2).filter(|p| p[0] != p[1]).count() as u64;
+            if policy.allows(EncodingKind::Rle) && runs * (w as u64 + 4) * 2 < plain {
+                return encode_rle(DataBlock::FixedWidth(values), self, buffers, policy);
+            }
+            if policy.allows(EncodingKind::Dictionary)
+                && let Some(distinct) = small_distinct(rows.iter().copied(), n)
+                && (distinct * w) as u64 + (n as u64 * index_bits(distinct) as u64).div_ceil(8) < plain / 2
+            {
+                return encode_dictionary(DataBlock::FixedWidth(values), self, buffers, policy);
+            }
+        }
+        encode_block(DataBlock::FixedWidth(values), buffers)
+    }
+
+    /// Strings and binaries: constant, dictionary, FSST or plain, with encoded offsets.
+    fn encode_strings(
+        &self,
+        values: VariableWidthBlock,
+        buffers: &mut Vec<Buffer>,
+        policy: &EncodingPolicy,
+    ) -> Result<proto::Encoding> {
+        let values = VariableWidthBlock::concat(&[values])?;
+        let n = values.num_values as usize;
+        let offsets = values.offsets_u64()?;
+        let data = values.data.as_slice();
+        let strings: Vec<&[u8]> = offsets.windows(2).map(|w| &data[w[0] as usize..w[1] as usize]).collect();
+        let plain = data.len() as u64 + (n as u64 * 2);
+        match policy.force {
+            Some(EncodingKind::Constant) if strings.windows(2).all(|p| p[0] == p[1]) => {
+                return Ok(constant(0, strings.first().map(|s| s.to_vec()).unwrap_or_default()));
+            }
+            Some(EncodingKind::Dictionary) => {
+                return encode_dictionary(DataBlock::VariableWidth(values), self, buffers, policy);
+            }
+            Some(EncodingKind::Rle) => return encode_rle(DataBlock::VariableWidth(values), self, buffers, policy),
+            Some(EncodingKind::Fsst) => {
+                return match fsst::compress(&values)? {
+                    Some((table, codes)) => encode_fsst(table, codes, buffers, policy),
+                    None => bail!(invalid, "FSST does not compress this page"),
+                };
+            }
+            Some(EncodingKind::Plain) | None => {}
+            Some(other) => bail!(invalid, "{} cannot encode strings", other.name()),
+        }
+        if policy.force.is_none() && n as u64 >= MIN_VALUES {
+            if policy.allows(EncodingKind::Constant) && strings.windows(2).all(|p| p[0] == p[1]) {
+                return Ok(constant(0, strings.first().map(|s| s.to_vec()).unwrap_or_default()));
+            }
+            if policy.allows(EncodingKind::Dictionary)
+                && let Some(distinct) = small_distinct(strings.iter().copied(), n)
+            {
+                let distinct_bytes: u64 = {
+                    let mut seen = HashSet::new();
+                    strings.iter().filter(|s| seen.insert(**s)).map(|s| s.len() as u64).sum()
+                };
+                if distinct_bytes + (n as u64 * index_bits(distinct) as u64).div_ceil(8) < plain / 2 {
+                    return encode_dictionary(DataBlock::VariableWidth(values), self, buffers, policy);
+                }
+            }
+            if policy.allows(EncodingKind::Fsst)
+                && let Some((table, codes)) = fsst::compress(&values)?
+                && (codes.data.len() as u64 + table.len() as u64) * 10 < data.len() as u64 * 8
+            {
+                return encode_fsst(table, codes, buffers, policy);
+            }
+        }
+        encode_binary(values, buffers, policy)
+    }
+}
+
+fn node(kind: Kind) -> proto::Encoding {
+    proto::Encoding { kind: Some(kind) }
+}
+
+fn constant(bits_per_value: u64, value: Vec<u8>) -> proto::Encoding {
+    node(Kind::Constant(proto::ConstantEncoding { bits_per_value, value }))
+}
+
+fn check_forced(forced: Option<EncodingKind>, possible: &[EncodingKind]) -> Result<()> {
+    match forced {
+        Some(kind) if !possible.contains(&kind) => {
+            bail!(invalid, "the {} encoding cannot store this page", kind.name())
+        }
+        _ => Ok(()),
+    }
+}
+
+/// Whether fixed-width values are integers the integer encodings handle (1 to 16 bytes).
+fn integer_width(values: &FixedWidthBlock) -> bool {
+    matches!(values.bits_per_value, 8 | 16 | 32 | 64 | 128)
+}
+
+/// Bits of an index into `distinct` values.
+fn index_bits(distinct: usize) -> u32 {
+    bits_needed(distinct.saturating_sub(1) as u128).max(1)
+}
+
+/// The number of distinct values, if a sample suggests there are few (at most a quarter of the
+/// values, and at most 65536) and an exact count confirms it.
+fn small_distinct<'a>(values: impl Iterator<Item = &'a [u8]> + Clone, n: usize) -> Option<usize> {
+    let step = (n / 1024).max(1);
+    let sample: HashSet<&[u8]> = values.clone().step_by(step).collect();
+    let sampled = n.div_ceil(step);
+    if sample.len() * 4 > sampled {
+        return None;
+    }
+    let limit = (n / 4).clamp(1, 65536);
+    let mut seen = HashSet::new();
+    for value in values {
+        seen.insert(value);
+        if seen.len() > limit {
+            return None;
+        }
+    }
+    Some(seen.len())
+}
+
+/// Integers: constant, bit-packed, delta, run-length, dictionary or plain, whichever is
+/// estimated smallest (run-length and dictionary only when clearly so).
+fn encode_integers(
+    values: &FixedWidthBlock,
+    signed: bool,
+    policy: &EncodingPolicy,
+    buffers: &mut Vec<Buffer>,
+) -> Result<proto::Encoding> {
+    let w = (values.bits_per_value / 8) as usize;
+    let n = values.num_values as usize;
+    if (n as u64) < MIN_VALUES {
+        return encode_block(DataBlock::FixedWidth(values.clone()), buffers);
+    }
+    let ints: Vec<i128> = values.data.as_slice().chunks_exact(w).take(n).map(|v| read_int(v, signed)).collect();
+    let (min, max) = ints.iter().fold((i128::MAX, i128::MIN), |(lo, hi), v| (lo.min(*v), hi.max(*v)));
+    if min == max && policy.allows(EncodingKind::Constant) {
+        let mut value = vec![0u8; w];
+        write_int(min, &mut value);
+        return Ok(constant(values.bits_per_value, value));
+    }
+    let blocks = n.div_ceil(BLOCK) as u64;
+    let plain = (n * w) as u64;
+    let range_bits = bits_needed(max.wrapping_sub(min) as u128);
+    let lane_bits = (w.min(8) * 8) as u32;
+    let mut best = (plain, EncodingKind::Plain);
+    let consider = |best: &mut (u64, EncodingKind), size: u64, kind: EncodingKind| {
+        if policy.allows(kind) && size < best.0 {
+            *best = (size, kind);
+        }
+    };
+    if range_bits <= lane_bits {
+        consider(&mut best, blocks * 128 * range_bits as u64, EncodingKind::Bitpacked);
+    }
+    if w <= 8
+        && let Some(width) = delta::difference_width(&ints)
+    {
+        consider(&mut best, blocks * (w as u64 + 128 * width as u64), EncodingKind::Delta);
+    }
+    let block_addressable = best.0;
+    let runs = 1 + ints.windows(2).filter(|p| p[0] != p[1]).count() as u64;
+    let rle = runs * ((range_bits as u64).div_ceil(8) + 2) + 256;
+    if rle * 2 < block_addressable {
+        consider(&mut best, rle, EncodingKind::Rle);
+    }
+    // Plain unless something saves a tenth of it.
+    if best.1 != EncodingKind::Plain && best.0 * 10 > plain * 9 {
+        best = (plain, EncodingKind::Plain);
+    }
+    match best.1 {
+        EncodingKind::Bitpacked => {
+            let encoding = bitpacked::encode(values, signed, min, max, buffers)?;
+            Ok(node(Kind::Bitpacked(encoding)))
+        }
+        EncodingKind::Delta => {
+            let width = delta::difference_width(&ints).unwrap_or(64);
+            Ok(node(Kind::Delta(delta::encode(&ints, w, width, buffers)?)))
+        }
+        EncodingKind::Rle => {
+            let encoder = PageEncoder::new(ValueKind::Integer { signed }, policy.nested());
+            encode_rle(DataBlock::FixedWidth(values.clone()), &encoder, buffers, policy)
+        }
+        _ => encode_block(DataBlock::FixedWidth(values.clone()), buffers),
+    }
+}
+
+/// Forces `kind` on fixed-width values (`signed` set for integers).
+fn force_fixed(
+    kind: EncodingKind,
+    values: FixedWidthBlock,
+    signed: Option<bool>,
+    buffers: &mut Vec<Buffer>,
+    policy: &EncodingPolicy,
+    encoder: &PageEncoder,
+) -> Result<proto::Encoding> {
+    let w = (values.bits_per_value / 8) as usize;
+    let n = values.num_values as usize;
+    let rows = || values.data.as_slice().chunks_exact(w.max(1)).take(n);
+    match (kind, signed) {
+        (EncodingKind::Plain, _) => encode_block(DataBlock::FixedWidth(values), buffers),
+        (EncodingKind::Constant, _) => {
+            let first = rows().next().map(|r| r.to_vec()).unwrap_or_default();
+            if rows().any(|r| r != first.as_slice()) {
+                bail!(invalid, "a page whose values are not all equal cannot be written constant");
+            }
+            Ok(constant(values.bits_per_value, first))
+        }
+        (EncodingKind::Bitpacked, Some(signed)) if w <= 16 => {
+            let ints: Vec<i128> = rows().map(|v| read_int(v, signed)).collect();
+            let (min, max) = ints.iter().fold((i128::MAX, i128::MIN), |(lo, hi), v| (lo.min(*v), hi.max(*v)));
+            let (min, max) = if ints.is_empty() { (0, 0) } else { (min, max) };
+            if bits_needed(max.wrapping_sub(min) as u128) > (w.min(8) * 8) as u32 {
+                bail!(invalid, "the values' range is too wide to bit-pack");
+            }
+            Ok(node(Kind::Bitpacked(bitpacked::encode(&values, signed, min, max, buffers)?)))
+        }
+        (EncodingKind::Delta, Some(signed)) if w <= 8 => {
+            let ints: Vec<i128> = rows().map(|v| read_int(v, signed)).collect();
+            let Some(width) = delta::difference_width(&ints) else {
+                bail!(invalid, "delta encoding needs non-decreasing values");
+            };
+            Ok(node(Kind::Delta(delta::encode(&ints, w, width, buffers)?)))
+        }
+        (EncodingKind::Rle, _) => encode_rle(DataBlock::FixedWidth(values), encoder, buffers, policy),
+        (EncodingKind::Dictionary, _) => encode_dictionary(DataBlock::FixedWidth(values), encoder, buffers, policy),
+        (other, _) => bail!(invalid, "the {} encoding cannot store these values", other.name()),
+    }
+}
+
+/// Run-length: the run values (encoded by `encoder`) and the run ends (as 32-bit integers).
+fn encode_rle(
+    block: DataBlock,
+    encoder: &PageEncoder,
+    buffers: &mut Vec<Buffer>,
+    policy: &EncodingPolicy,
+) -> Result<proto::Encoding> {
+    let n = block.num_values() as usize;
+    if n > u32::MAX as usize {
+        bail!(invalid, "run-length pages hold at most 2^32 rows");
+    }
+    let mut starts = Vec::new();
+    let mut ends: Vec<u32> = Vec::new();
+    {
+        let key = |i: usize| -> Result<Vec<u8>> {
+            Ok(match &block {
+                DataBlock::FixedWidth(b) => {
+                    let w = (b.bits_per_value / 8) as usize;
+                    b.data.as_slice()[i * w..(i + 1) * w].to_vec()
+                }
+                DataBlock::VariableWidth(b) => {
+                    let (s, e) = (b.offset_at(i).unwrap_or(0) as usize, b.offset_at(i + 1).unwrap_or(0) as usize);
+                    b.data.as_slice().get(s..e).unwrap_or_default().to_vec()
+                }
+                _ => bail!(internal, "run-length encoding of this kind of values"),
+            })
+        };
+        let mut previous: Option<Vec<u8>> = None;
+        for i in 0..n {
+            let current = key(i)?;
+            if previous.as_ref() != Some(&current) {
+                if i > 0 {
+                    ends.push(i as u32);
+                }
+                starts.push(i);
+                previous = Some(current);
+            }
+        }
+        if n > 0 {
+            ends.push(n as u32);
+        }
+    }
+    let values = block.gather(&starts)?;
+    let nested = policy.nested();
+    let values = encoder.encode_values(values, buffers, &nested)?;
+    let mut end_bytes = MutableBuffer::with_capacity(ends.len() * 4);
+    for end in &ends {
+        end_bytes.extend_from_slice(&end.to_le_bytes());
+    }
+    let ends_block = FixedWidthBlock { data: end_bytes.into(), bits_per_value: 32, num_values: ends.len() as u64 };
+    let run_ends = encode_integers(&ends_block, false, &nested, buffers)?;
+    Ok(node(Kind::Rle(proto::RleEncoding {
+        num_runs: ends.len() as u64,
+        values: Some(Box::new(values)),
+        run_ends: Some(Box::new(run_ends)),
+    })))
+}
+
+/// Dictionary: the distinct values (encoded by `encoder`) and indices of 1, 2 or 4 bytes
+/// (encoded as integers).
+fn encode_dictionary(
+    block: DataBlock,
+    encoder: &PageEncoder,
+    buffers: &mut Vec<Buffer>,
+    policy: &EncodingPolicy,
+) -> Result<proto::Encoding> {
+    let (indices, dictionary) = super::logical::dictionary::hash_encode(block)?;
+    let DataBlock::FixedWidth(indices) = indices else { bail!(internal, "hashed indices are not integers") };
+    let size = dictionary.num_values();
+    let index_bytes: usize = match size {
+        0..=256 => 1,
+        257..=65536 => 2,
+        _ => 4,
+    };
+    let mut narrow = MutableBuffer::with_capacity(indices.num_values as usize * index_bytes);
+    for index in indices.data.as_slice().chunks_exact(4) {
+        narrow.extend_from_slice(&index[..index_bytes]);
+    }
+    let indices =
+        FixedWidthBlock { data: narrow.into(), bits_per_value: index_bytes as u64 * 8, num_values: indices.num_values };
+    let nested = policy.nested();
+    let indices = encode_integers(&indices, false, &nested, buffers)?;
+    let mut values_policy = nested;
+    values_policy.forbid.insert(EncodingKind::Dictionary);
+    let dictionary = encoder.encode_values(dictionary, buffers, &values_policy)?;
+    Ok(node(Kind::Dictionary(proto::DictionaryEncoding {
+        dictionary_size: size,
+        index_bytes: index_bytes as u32,
+        indices: Some(Box::new(indices)),
+        dictionary: Some(Box::new(dictionary)),
+    })))
+}
+
+fn encode_fsst(
+    table: Buffer,
+    codes: VariableWidthBlock,
+    buffers: &mut Vec<Buffer>,
+    policy: &EncodingPolicy,
+) -> Result<proto::Encoding> {
+    buffers.push(table);
+    let symbols_buffer = (buffers.len() - 1) as u32;
+    let codes = encode_binary(codes, buffers, &policy.nested())?;
+    Ok(node(Kind::Fsst(proto::FsstEncoding { symbols_buffer, codes: Some(Box::new(codes)) })))
+}
+
+/// Variable-width values with their offsets encoded as integers (delta, usually).
+fn encode_binary(
+    values: VariableWidthBlock,
+    buffers: &mut Vec<Buffer>,
+    policy: &EncodingPolicy,
+) -> Result<proto::Encoding> {
+    let values = VariableWidthBlock::concat(&[values])?;
+    let offsets = FixedWidthBlock {
+        data: values.offsets.clone(),
+        bits_per_value: values.bits_per_offset as u64,
+        num_values: values.num_values + 1,
+    };
+    let offsets = encode_integers(&offsets, false, &policy.nested(), buffers)?;
+    buffers.push(values.data);
+    let data_buffer = (buffers.len() - 1) as u32;
+    Ok(node(Kind::Binary(proto::BinaryEncoding {
+        bits_per_offset: values.bits_per_offset,
+        offsets_buffer: 0,
+        data_buffer,
+        offsets: Some(Box::new(offsets)),
+    })))
+}
+
+/// Replaces the values of null slots by a neighbouring valid value, so that they widen no range
+/// and break no run or order (readers ignore them).
+fn fill_nulls(values: DataBlock, validity: &BooleanBuffer) -> Result<DataBlock> {
+    let DataBlock::FixedWidth(block) = values else { return Ok(values) };
+    let w = (block.bits_per_value / 8) as usize;
+    let Some(first_valid) = validity.set_indices().next() else { return Ok(DataBlock::FixedWidth(block)) };
+    if w == 0 || validity.count_set_bits() == validity.len() {
+        return Ok(DataBlock::FixedWidth(block));
+    }
+    let mut data = block.data.as_slice().to_vec();
+    let mut previous = first_valid;
+    for i in 0..(block.num_values as usize).min(validity.len()) {
+        if validity.value(i) {
+            previous = i;
+        } else {
+            data.copy_within(previous * w..(previous + 1) * w, i * w);
+        }
+    }
+    Ok(DataBlock::FixedWidth(FixedWidthBlock { data: Buffer::from_vec(data), ..block }))
+}
+
+/// Encoding policies by column path, with the default for the others.
+#[derive(Debug, Clone, Default)]
+pub struct ColumnPolicies {
+    /// Policies of named columns (dotted paths).
+    pub columns: HashMap<String, EncodingPolicy>,
+    /// The policy of the other columns.
+    pub default: EncodingPolicy,
+}
+
+impl ColumnPolicies {
+    /// The policy of the column at `path`.
+    pub fn get(&self, path: &str) -> EncodingPolicy {
+        self.columns.get(path).cloned().unwrap_or_else(|| self.default.clone())
+    }
+}
