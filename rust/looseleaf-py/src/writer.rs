@@ -13,6 +13,9 @@ use crate::errors::{IntoPyResult, invalid_argument};
 use crate::runtime::{runtime, wait};
 use crate::store::Location;
 
+/// An encoding policy from Python: the forced encoding, if any, and the forbidden ones.
+type PolicySpec = (Option<String>, Vec<String>);
+
 /// Writes record batches to a looseleaf file; nothing is visible at the path until `finish`.
 #[pyclass(name = "FileWriter", module = "looseleaf._looseleaf", frozen)]
 pub struct PyFileWriter {
@@ -55,7 +58,7 @@ impl PyFileWriter {
         page_size: Option<u64>,
         compression: Option<String>,
         compression_level: Option<i32>,
-        encodings: Option<HashMap<String, (Option<String>, Vec<String>)>>,
+        encodings: Option<HashMap<String, PolicySpec>>,
         statistics: bool,
     ) -> PyResult<Self> {
         let (location, display) = Location::parse(path)?;
