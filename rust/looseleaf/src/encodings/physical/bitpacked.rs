@@ -182,10 +182,7 @@ impl PageDecoder for BitpackedDecoder {
                     out.extend_from_slice(lanes);
                 } else {
                     // 16-byte values in 64-bit lanes: widen and add the reference.
-                    for lane in lanes.chunks_exact(layout.lane_bytes) {
-                        let value = layout.reference.wrapping_add(read_int(lane, false));
-                        out.extend_from_slice(&value.to_le_bytes()[..w]);
-                    }
+                    widen_into(lanes, layout.reference, &mut out);
                 }
             }
         }
@@ -234,4 +231,15 @@ pub fn encode(
         reference,
         buffer: (buffers.len() - 1) as u32,
     })
+}
+
+/// Appends 64-bit lanes plus `reference` as 16-byte little-endian integers (wrapping).
+fn widen_into(lanes: &[u8], reference: i128, out: &mut MutableBuffer) {
+    let start = out.len();
+    out.resize(start + lanes.len() * 2, 0);
+    let target = &mut out.as_slice_mut()[start..];
+    for (lane, value) in lanes.chunks_exact(8).zip(target.chunks_exact_mut(16)) {
+        let delta = u64::from_le_bytes([lane[0], lane[1], lane[2], lane[3], lane[4], lane[5], lane[6], lane[7]]);
+        value.copy_from_slice(&reference.wrapping_add(delta as i128).to_le_bytes());
+    }
 }

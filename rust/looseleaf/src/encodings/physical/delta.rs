@@ -15,7 +15,7 @@ use arrow_buffer::{Buffer, MutableBuffer};
 
 use super::PageContext;
 use super::binary::aligned;
-use super::integers::{BLOCK, bits_needed, block_bytes, blocks_for, pack, read_int, unpack_blocks};
+use super::integers::{BLOCK, bits_needed, block_bytes, blocks_for, pack, unpack_blocks};
 use crate::encodings::{DataBlock, FixedWidthBlock, PageDecoder, PageLoad, PageScheduler, SelectedRows};
 use crate::error::{Result, bail, ensure};
 use crate::format::proto::{BufferLocation, DeltaEncoding};
@@ -113,19 +113,31 @@ impl DeltaDecoder {
             let packed = deltas.slice_with_length((first - blocks.start) as usize * block_len, count * block_len);
             Some(unpack_blocks(&packed, self.bit_width, w, 0)?)
         };
-        for block in 0..count {
-            let base_at = ((first - blocks.start) as usize + block) * w;
-            let Some(base) = bases.as_slice().get(base_at..base_at + w) else {
-                bail!(corrupt, "delta bases too short")
-            };
-            let mut value = read_int(base, false);
-            for i in 0..BLOCK {
-                if let Some(differences) = &differences {
-                    let at = (block * BLOCK + i) * w;
-                    value = value.wrapping_add(read_int(&differences.as_slice()[at..at + w], false));
+        macro_rules! sum_blocks {
+            ($t:ty) => {{
+                let zeros = [0 as $t; BLOCK];
+                for block in 0..count {
+                    let base_at = ((first - blocks.start) as usize + block) * w;
+                    let Some(base) = bases.as_slice().get(base_at..base_at + w) else {
+                        bail!(corrupt, "delta bases too short")
+                    };
+                    let mut value = <$t>::from_le_bytes(base.try_into().unwrap_or_default());
+                    let deltas: &[$t] = match &differences {
+                        Some(d) => &d.typed_data::<$t>()[block * BLOCK..(block + 1) * BLOCK],
+                        None => &zeros,
+                    };
+                    for delta in deltas {
+                        value = value.wrapping_add(*delta);
+                        out.extend_from_slice(&value.to_le_bytes());
+                    }
                 }
-                out.extend_from_slice(&value.to_le_bytes()[..w]);
-            }
+            }};
+        }
+        match w {
+            1 => sum_blocks!(u8),
+            2 => sum_blocks!(u16),
+            4 => sum_blocks!(u32),
+            _ => sum_blocks!(u64),
         }
         Ok((out, (rows.start - first * BLOCK as u64) as usize))
     }

@@ -105,40 +105,53 @@ impl PageDecoder for FsstDecoder {
         };
         let offsets = codes.offsets_u64()?;
         let data = codes.data.as_slice();
-        let decompressor = Decompressor::new(&self.table.symbols, &self.table.lengths);
-        let total_codes = offsets.last().copied().unwrap_or(0) - offsets.first().copied().unwrap_or(0);
-        // Each code yields at most 8 bytes; 8 more leave room for the decompressor's wide writes.
-        let mut out: Vec<u8> = Vec::with_capacity(total_codes as usize * 8 + 8);
-        let mut out_offsets = Vec::with_capacity(offsets.len());
-        out_offsets.push(0u64);
+        let (Some(&first), Some(&last)) = (offsets.first(), offsets.last()) else {
+            bail!(corrupt, "FSST codes without offsets")
+        };
+        ensure!(first <= last && last as usize <= data.len(), corrupt, "FSST code offsets out of range");
+        // One pass over the codes gives each value's decompressed length (and checks that no
+        // value ends in the middle of an escape, which makes decompressing all values of the
+        // batch in one call safe); then one call decompresses them all.
+        let mut out_offsets: Vec<u64> = Vec::with_capacity(offsets.len());
+        let mut total = 0u64;
+        out_offsets.push(0);
         for pair in offsets.windows(2) {
             let (start, end) = (pair[0] as usize, pair[1] as usize);
-            ensure!(start <= end && end <= data.len(), corrupt, "FSST code offsets out of range");
-            let value = &data[start..end];
-            ensure!(!ends_with_lone_escape(value), corrupt, "FSST codes end with an escape");
-            let spare = out.spare_capacity_mut();
-            let written = decompressor.decompress_into(value, spare);
-            // SAFETY: `decompress_into` initialised `written` bytes of the spare capacity.
-            unsafe { out.set_len(out.len() + written) };
-            out_offsets.push(out.len() as u64);
+            ensure!(start <= end, corrupt, "FSST code offsets decrease");
+            let mut i = start;
+            while i < end {
+                let code = data[i];
+                if code == ESCAPE {
+                    total += 1;
+                    i += 2;
+                } else {
+                    total += self.table.lengths[code as usize] as u64;
+                    i += 1;
+                }
+            }
+            ensure!(i == end, corrupt, "FSST codes end with an escape");
+            out_offsets.push(total);
         }
-        let block = VariableWidthBlock {
-            offsets: Buffer::from_vec(out_offsets),
-            bits_per_offset: 64,
+        let all_codes = &data[first as usize..last as usize];
+        let decompressor = Decompressor::new(&self.table.symbols, &self.table.lengths);
+        // Each code yields at most 8 bytes; 8 more leave room for the decompressor's wide writes.
+        let mut out: Vec<u8> = Vec::with_capacity(all_codes.len() * 8 + 8);
+        let written = decompressor.decompress_into(all_codes, out.spare_capacity_mut());
+        ensure!(written as u64 == total, corrupt, "FSST codes decompress to {written} bytes, not {total}");
+        // SAFETY: `decompress_into` initialised `written` bytes of the spare capacity.
+        unsafe { out.set_len(written) };
+        let (offsets, bits_per_offset) = if total <= i32::MAX as u64 {
+            (Buffer::from_vec(out_offsets.iter().map(|o| *o as u32).collect::<Vec<u32>>()), 32)
+        } else {
+            (Buffer::from_vec(out_offsets), 64)
+        };
+        Ok(DataBlock::VariableWidth(VariableWidthBlock {
+            offsets,
+            bits_per_offset,
             data: Buffer::from_vec(out),
             num_values: num_rows,
-        };
-        Ok(DataBlock::VariableWidth(VariableWidthBlock::concat(&[block])?))
+        }))
     }
-}
-
-/// Whether `codes` ends with an escape code that has no literal byte after it.
-fn ends_with_lone_escape(codes: &[u8]) -> bool {
-    let mut i = 0;
-    while i < codes.len() {
-        i += if codes[i] == ESCAPE { 2 } else { 1 };
-    }
-    i > codes.len()
 }
 
 /// Trains a symbol table on a sample of `values` and compresses all of them; returns the
