@@ -100,6 +100,11 @@ impl RangeReader for ObjectStoreReader {
     }
 }
 
+/// Reads up to this size are made on the calling task: from the page cache they take a few
+/// microseconds, less than a trip to tokio's blocking pool (which dominated `take` of scattered
+/// rows); larger ones go to the blocking pool.
+const INLINE_READ: usize = 64 * 1024;
+
 /// A [`RangeReader`] over a local file, kept open, reading with positioned reads on tokio's
 /// blocking pool (object_store's local store reopens the file on every call).
 #[derive(Debug, Clone)]
@@ -138,6 +143,11 @@ impl LocalFileReader {
         let file = self.file.clone();
         let location = self.location.clone();
         let len = (range.end - range.start) as usize;
+        if len <= INLINE_READ {
+            let mut buf = vec![0u8; len];
+            read_exact_at(&file, &mut buf, range.start).map_err(|e| Error::io(location, e))?;
+            return Ok(Bytes::from(buf));
+        }
         tokio::task::spawn_blocking(move || {
             let mut buf = vec![0u8; len];
             read_exact_at(&file, &mut buf, range.start).map_err(|e| Error::io(location, e))?;
