@@ -9,6 +9,19 @@ step() { printf '\n==> %s\n' "$*"; }
 step "install the package and its test dependencies"
 python3 -m pip install --quiet --disable-pip-version-check ".[test]"
 
+step "java (the PySpark tests need a JVM)"
+if ! command -v java >/dev/null 2>&1; then
+    if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
+        apt-get update -qq
+        DEBIAN_FRONTEND=noninteractive apt-get install -y -qq openjdk-17-jre-headless
+    else
+        echo "java is missing: install a JDK or JRE 17 or 21 (e.g. apt-get install openjdk-17-jre-headless)" \
+            "and run again; the PySpark tests (tests/test_spark.py) need it" >&2
+        exit 1
+    fi
+fi
+java -version 2>&1 | head -n 1
+
 step "rust: format, lints, docs"
 cargo fmt --all -- --check
 cargo clippy --workspace --all-targets --locked -- -D warnings
@@ -18,8 +31,8 @@ step "rust: tests"
 cargo test --locked -p looseleaf
 
 step "python: lints"
-python3 -m ruff check python tests
-python3 -m ruff format --check python tests
+python3 -m ruff check python tests benches examples
+python3 -m ruff format --check python tests benches examples
 
 step "python: tests"
 python3 -m pytest tests

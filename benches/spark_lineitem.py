@@ -1,0 +1,172 @@
+"""Spark reading TPC-H lineitem as looseleaf vs as Parquet, side by side in one run.
+
+    pip install tpchgen-cli   # once; pyspark and pandas come with the package's test extra
+    python3 benches/spark_lineitem.py --scale 0.1
+
+Generates lineitem with ``tpchgen-cli``, has Spark write it both as Parquet and as looseleaf
+(from the same DataFrame, so the same rows in the same number of files), then times, in
+alternation, Spark reading each:
+
+- ``scan``: every column of every row materialised (written to Spark's ``noop`` sink, so
+  nothing is skipped the way ``count()`` would skip it);
+- ``scan 3 columns``: three columns (the looseleaf ``columns`` option, Parquet's pruning);
+- ``TPC-H Q1``: the pricing summary aggregation.
+
+and prints the median of each with the ratio looseleaf / Parquet (below 1: looseleaf faster).
+Absolute times on shared machines are noisy; the ratio is the figure. Results also go to
+``benches/results/spark_lineitem.json``.
+
+What it measures is the whole path as users see it: for looseleaf, a Python data source
+(planning in a Python worker, batches through Arrow into the JVM), against Spark's vectorised
+Parquet reader inside the JVM.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent
+
+Q1 = """
+select l_returnflag, l_linestatus,
+       sum(l_quantity) as sum_qty, sum(l_extendedprice) as sum_base_price,
+       sum(l_extendedprice * (1 - l_discount)) as sum_disc_price,
+       sum(l_extendedprice * (1 - l_discount) * (1 + l_tax)) as sum_charge,
+       avg(l_quantity) as avg_qty, avg(l_extendedprice) as avg_price, avg(l_discount) as avg_disc,
+       count(*) as count_order
+from lineitem
+where l_shipdate <= date '1998-12-01' - interval '90' day
+group by l_returnflag, l_linestatus
+order by l_returnflag, l_linestatus
+"""
+
+PROJECTION = ["l_orderkey", "l_extendedprice", "l_shipdate"]
+
+
+def generate(scale: float, directory: Path) -> Path:
+    """lineitem.parquet from tpchgen-cli (kept between runs)."""
+    target = directory / "lineitem.parquet"
+    if target.exists():
+        return target
+    cli = shutil.which("tpchgen-cli")
+    if cli is None:
+        sys.exit("tpchgen-cli is not installed: pip install tpchgen-cli")
+    directory.mkdir(parents=True, exist_ok=True)
+    command = [cli, "parquet", "-s", str(scale), "--tables", "lineitem", "--output-dir", str(directory), "-q"]
+    subprocess.run(command, check=True)
+    return target
+
+
+def start_spark(cores: str):
+    os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
+    from pyspark.sql import SparkSession
+
+    spark = (
+        SparkSession.builder.master(f"local[{cores}]")
+        .appName("looseleaf-bench")
+        .config("spark.ui.enabled", "false")
+        .config("spark.ui.showConsoleProgress", "false")
+        .config("spark.driver.bindAddress", "127.0.0.1")
+        .config("spark.driver.memory", "4g")
+        .config("spark.sql.shuffle.partitions", "4")
+        .getOrCreate()
+    )
+    spark.sparkContext.setLogLevel("ERROR")
+    return spark
+
+
+def timed(action) -> float:
+    start = time.perf_counter()
+    action()
+    return time.perf_counter() - start
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--scale", type=float, default=0.1, help="TPC-H scale factor (default 0.1)")
+    parser.add_argument("--runs", type=int, default=5, help="timed runs of each query (default 5)")
+    parser.add_argument("--cores", default="*", help="Spark local cores (default: all)")
+    parser.add_argument("--dir", type=Path, default=None, help="data directory (default benches/data/...)")
+    args = parser.parse_args()
+
+    import looseleaf.spark
+
+    directory = args.dir or ROOT / "data" / f"spark_lineitem_sf{args.scale:g}"
+    source = generate(args.scale, directory)
+    spark = start_spark(args.cores)
+    looseleaf.spark.register(spark)
+
+    parquet_dir, leaf_dir = directory / "parquet", directory / "looseleaf"
+    df = spark.read.parquet(str(source))
+    files = max(1, spark.sparkContext.defaultParallelism)
+    df = df.repartition(files) if df.rdd.getNumPartitions() != files else df
+    print(f"lineitem SF {args.scale:g}: {df.count():,} rows, written by Spark as {files} files per format")
+    df.write.mode("overwrite").parquet(str(parquet_dir))
+    df.write.format("looseleaf").mode("overwrite").save(str(leaf_dir))
+    sizes = {
+        "parquet": sum(p.stat().st_size for p in parquet_dir.glob("*.parquet")),
+        "looseleaf": sum(p.stat().st_size for p in leaf_dir.glob("*.leaf")),
+    }
+    mb = {fmt: f"{size / 1e6:.1f} MB" for fmt, size in sizes.items()}
+    print(f"  on disk: Parquet (snappy) {mb['parquet']}, looseleaf {mb['looseleaf']}")
+
+    def reader(fmt: str, columns: list[str] | None = None):
+        if fmt == "parquet":
+            frame = spark.read.parquet(str(parquet_dir))
+            return frame.select(*columns) if columns else frame
+        options = {"columns": ",".join(columns)} if columns else {}
+        return spark.read.format("looseleaf").options(**options).load(str(leaf_dir))
+
+    def scan(fmt: str, columns: list[str] | None = None) -> None:
+        reader(fmt, columns).write.format("noop").mode("overwrite").save()
+
+    def q1(fmt: str) -> list:
+        reader(fmt).createOrReplaceTempView("lineitem")
+        return spark.sql(Q1).collect()
+
+    # Same answers first (Q1 over both formats), then warm-up, then alternate the timed runs.
+    answers = {fmt: q1(fmt) for fmt in ("parquet", "looseleaf")}
+    if answers["parquet"] != answers["looseleaf"]:
+        sys.exit("Q1 differs between Parquet and looseleaf")
+    queries = {
+        "scan": lambda fmt: scan(fmt),
+        f"scan {len(PROJECTION)} columns": lambda fmt: scan(fmt, PROJECTION),
+        "TPC-H Q1": q1,
+    }
+    results = {}
+    for name, query in queries.items():
+        times: dict[str, list[float]] = {"parquet": [], "looseleaf": []}
+        for fmt in times:
+            query(fmt)  # warm-up
+        for _ in range(args.runs):
+            for fmt in times:
+                times[fmt].append(timed(lambda fmt=fmt, query=query: query(fmt)))
+        medians = {fmt: statistics.median(t) for fmt, t in times.items()}
+        ratio = medians["looseleaf"] / medians["parquet"]
+        results[name] = {"parquet_s": medians["parquet"], "looseleaf_s": medians["looseleaf"], "ratio": ratio}
+        print(
+            f"  {name:<16} Parquet {medians['parquet'] * 1000:7.0f} ms   looseleaf "
+            f"{medians['looseleaf'] * 1000:7.0f} ms   looseleaf/Parquet {ratio:5.2f}x"
+        )
+    spark.stop()
+
+    out = ROOT / "results" / "spark_lineitem.json"
+    out.parent.mkdir(exist_ok=True)
+    record = {"scale": args.scale, "cores": args.cores, "runs": args.runs, "bytes": sizes, "results": results}
+    out.write_text(json.dumps(record, indent=2) + "\n")
+    print(f"  (results in {out.relative_to(ROOT.parent)})")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
