@@ -16,7 +16,7 @@ use std::time::Duration;
 
 use arrow_array::{Int32Array, Int64Array, RecordBatch, StringArray};
 use arrow_schema::{DataType, Field, Schema, SchemaRef, TimeUnit};
-use common::{FileLayout, MemoryReader, assert_batches_equal, random_table, read_to_end, write_file};
+use common::{FileLayout, MemoryReader, assert_batches_equal, random_table, read_to_end, wait_for_entries, write_file};
 use futures::TryStreamExt;
 use looseleaf::format::{COLUMN_ENTRY_LEN, ColumnEntry, FileTail, TAIL_LEN};
 use looseleaf::{Error, FileReader, FileWriter, RowSelection, WriterOptions};
@@ -372,21 +372,6 @@ fn writer_batch(schema: &SchemaRef, start: i64, len: i64) -> RecordBatch {
         ],
     )
     .unwrap()
-}
-
-/// Names of the entries of `dir`, waiting up to five seconds for them to become `expected`
-/// (the local store deletes an abandoned upload's staging file on a background thread).
-async fn wait_for_entries(dir: &Path, expected: &[&str]) -> Vec<String> {
-    let deadline = tokio::time::Instant::now() + Duration::from_secs(5);
-    loop {
-        let mut names: Vec<String> =
-            std::fs::read_dir(dir).unwrap().map(|e| e.unwrap().file_name().to_string_lossy().into_owned()).collect();
-        names.sort();
-        if names == expected || tokio::time::Instant::now() > deadline {
-            return names;
-        }
-        tokio::time::sleep(Duration::from_millis(10)).await;
-    }
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -41,10 +41,29 @@ pub fn compress_buffers(buffers: &[Buffer], codec: Compression, level: i32) -> R
     Ok((after < before).then_some(out))
 }
 
-/// The largest decompressed size accepted for a buffer of `size` compressed bytes, so that a
-/// damaged size cannot make the reader allocate without bound.
-fn max_decompressed(size: u64) -> u64 {
-    size.saturating_mul(1024).saturating_add(1 << 20)
+/// The largest decompressed size a buffer of `size` compressed bytes can have, so that a
+/// damaged size is refused before anything is allocated for it. These are the formats' own
+/// limits, which real data may reach (a page of zeros): an LZ4 byte yields at most 255 bytes
+/// (a match length byte), a Zstandard block of 128 KiB takes at least 4 bytes (a run-length
+/// block). Zstandard frames are decompressed as a stream, so that memory follows the bytes
+/// actually produced rather than the size claimed.
+fn max_decompressed(codec: Compression, size: u64) -> u64 {
+    match codec {
+        Compression::None => size,
+        Compression::Lz4 => size.saturating_mul(255).saturating_add(1 << 10),
+        Compression::Zstd => size.saturating_mul(32 * 1024).saturating_add(1 << 20),
+    }
+}
+
+/// Decompresses a Zstandard frame of `expected` bytes, growing the output as it is produced
+/// (one byte more than expected is asked for, to tell a longer frame).
+fn zstd_decompress(bytes: &[u8], expected: usize) -> Result<Vec<u8>> {
+    use std::io::Read;
+    let corrupt = |e: std::io::Error| Error::corrupt("", format!("a zstd page does not decompress: {e}"));
+    let decoder = zstd::stream::read::Decoder::with_buffer(bytes).map_err(corrupt)?;
+    let mut out = Vec::with_capacity(expected.min(bytes.len().saturating_mul(8)));
+    decoder.take(expected as u64 + 1).read_to_end(&mut out).map_err(corrupt)?;
+    Ok(out)
 }
 
 /// Reads a compressed page whole, then schedules its rows from memory.
@@ -63,7 +82,7 @@ impl CompressedPageScheduler {
         for (index, buffer) in page.buffers.iter().enumerate() {
             context.buffer(index as u32, None, "compressed")?;
             ensure!(
-                buffer.uncompressed_size <= max_decompressed(buffer.size),
+                buffer.uncompressed_size <= max_decompressed(codec, buffer.size),
                 corrupt,
                 "compressed buffer of {} bytes claims {} bytes decompressed",
                 buffer.size,
@@ -94,8 +113,7 @@ impl PageScheduler for CompressedPageScheduler {
                     Compression::None => bytes.to_vec(),
                     Compression::Lz4 => lz4_flex::block::decompress(bytes, expected)
                         .map_err(|e| Error::corrupt("", format!("an LZ4 page does not decompress: {e}")))?,
-                    Compression::Zstd => zstd::bulk::decompress(bytes, expected)
-                        .map_err(|e| Error::corrupt("", format!("a zstd page does not decompress: {e}")))?,
+                    Compression::Zstd => zstd_decompress(bytes, expected)?,
                 };
                 ensure!(
                     plain.len() == expected,

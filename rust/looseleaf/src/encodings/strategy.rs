@@ -184,13 +184,31 @@ impl PageEncoder {
     /// # Errors
     /// [`Error::InvalidArgument`] if the policy forces an encoding that cannot store the page.
     pub fn encode(&self, block: DataBlock, buffers: &mut Vec<Buffer>) -> Result<proto::Encoding> {
+        // Dictionary input keeps its dictionary unless the policy rules dictionaries out
+        // (forbidden, or another encoding forced): its values are then encoded as any others.
+        let policy = &self.policy;
+        let block = if block.dictionary().is_some()
+            && (!policy.allows(EncodingKind::Dictionary)
+                || policy.force.is_some_and(|kind| kind != EncodingKind::Dictionary))
+        {
+            block.materialize()?
+        } else {
+            block
+        };
         match block {
             DataBlock::AllNull { .. } => encode_block(block, buffers),
             DataBlock::Nullable { validity, values } => {
                 let values = fill_nulls(*values, &validity)?;
                 buffers.push(validity.sliced());
                 let validity_buffer = (buffers.len() - 1) as u32;
-                let values = self.encode_values(values, buffers, &self.policy)?;
+                // Strings keep whatever their null slots hold (`fill_nulls` cannot make them
+                // equal without storing bytes): their valid values alone decide a constant.
+                let constant_allowed = policy.allows(EncodingKind::Constant)
+                    && policy.force.map_or(validity.len() as u64 >= MIN_VALUES, |k| k == EncodingKind::Constant);
+                let values = match constant_strings(&values, &validity) {
+                    Some(value) if constant_allowed => constant(0, value),
+                    _ => self.encode_values(values, buffers, policy)?,
+                };
                 Ok(node(Kind::Nullable(proto::NullableEncoding { validity_buffer, values: Some(Box::new(values)) })))
             }
             other => self.encode_values(other, buffers, &self.policy),
@@ -300,6 +318,9 @@ impl PageEncoder {
         match policy.force {
             Some(EncodingKind::Constant) if strings.windows(2).all(|p| p[0] == p[1]) => {
                 return Ok(constant(0, strings.first().map(|s| s.to_vec()).unwrap_or_default()));
+            }
+            Some(EncodingKind::Constant) => {
+                bail!(invalid, "a page of strings that are not all equal cannot be written constant")
             }
             Some(EncodingKind::Dictionary) => {
                 return encode_dictionary(DataBlock::VariableWidth(values), self, buffers, policy);
@@ -428,7 +449,10 @@ fn encode_integers(
     let block_addressable = best.0;
     let runs = 1 + ints.windows(2).filter(|p| p[0] != p[1]).count() as u64;
     let rle = runs * ((range_bits as u64).div_ceil(8) + 2) + 256;
-    if rle * 2 < block_addressable {
+    // The run values are encoded by this function again: without at least halving the values,
+    // a page whose estimate favours runs (16-byte values of a small range, whose partial block
+    // costs more than the runs) would recurse without end.
+    if runs * 2 <= n as u64 && rle * 2 < block_addressable {
         consider(&mut best, rle, EncodingKind::Rle);
     }
     // Plain unless something saves a tenth of it.
@@ -621,6 +645,21 @@ fn encode_binary(
         data_buffer,
         offsets: Some(Box::new(offsets)),
     })))
+}
+
+/// The value of every valid row of a block of strings, if they are all equal (and one is valid).
+fn constant_strings(values: &DataBlock, validity: &BooleanBuffer) -> Option<Vec<u8>> {
+    let DataBlock::VariableWidth(block) = values else { return None };
+    let mut first: Option<&[u8]> = None;
+    for i in validity.set_indices() {
+        let (start, end) = (block.offset_at(i)?, block.offset_at(i + 1)?);
+        let value = block.data.as_slice().get(start as usize..end as usize)?;
+        match first {
+            Some(first) if first != value => return None,
+            _ => first = Some(value),
+        }
+    }
+    first.map(<[u8]>::to_vec)
 }
 
 /// Replaces the values of null slots by a neighbouring valid value, so that they widen no range

@@ -1,5 +1,6 @@
 //! [`ColumnWriter`]: the pending data and the pages of one column being written.
 
+use arrow_array::cast::AsArray;
 use arrow_array::{Array, ArrayRef, make_array};
 use arrow_buffer::Buffer;
 use arrow_data::transform::MutableArrayData;
@@ -30,6 +31,8 @@ pub struct ColumnWriter {
     /// Arrays received and not yet written, holding less than a page.
     pending: Vec<ArrayRef>,
     pending_bytes: u64,
+    /// Dictionary values of the pending arrays (of a dictionary column), all counted.
+    pending_dictionary_values: usize,
     /// Metadata of the pages written so far.
     pub pages: Vec<PageMetadata>,
 }
@@ -67,6 +70,7 @@ impl ColumnWriter {
             statistics: options.statistics,
             pending: vec![],
             pending_bytes: 0,
+            pending_dictionary_values: 0,
             pages: vec![],
         }
     }
@@ -115,11 +119,21 @@ impl ColumnWriter {
         if array.is_empty() {
             return pages;
         }
+        // Pending arrays become one page through `concat`, which merges their dictionaries:
+        // a page is cut before they might hold more values than the keys can index.
+        let dictionary_values = dictionary_len(array.as_ref());
+        if let Some(capacity) = dictionary_capacity(&self.data_type)
+            && !self.pending.is_empty()
+            && self.pending_dictionary_values.saturating_add(dictionary_values) > capacity
+        {
+            pages.extend(self.flush());
+        }
         if !self.pending.is_empty() {
             let room = page_size.saturating_sub(self.pending_bytes);
             let fits = rows_within(array.as_ref(), room);
             if fits == array.len() && encoded_size(array.as_ref()) < room {
                 self.pending_bytes += encoded_size(array.as_ref());
+                self.pending_dictionary_values += dictionary_values;
                 self.pending.push(compact(array));
                 return pages;
             }
@@ -134,6 +148,7 @@ impl ColumnWriter {
         }
         if !array.is_empty() {
             self.pending_bytes = encoded_size(array.as_ref());
+            self.pending_dictionary_values = dictionary_values;
             self.pending.push(compact(array));
         }
         pages
@@ -146,12 +161,31 @@ impl ColumnWriter {
         }
         let pending = std::mem::take(&mut self.pending);
         self.pending_bytes = 0;
+        self.pending_dictionary_values = 0;
         let refs: Vec<&dyn Array> = pending.iter().map(|a| a.as_ref()).collect();
         Some(arrow_select::concat::concat(&refs).map_err(Error::from).and_then(|array| {
             ensure!(array.data_type() == &self.data_type, internal, "column received a different type");
             self.encode_page(array.as_ref())
         }))
     }
+}
+
+/// Number of dictionary values of a dictionary array (0 for other arrays).
+fn dictionary_len(array: &dyn Array) -> usize {
+    array.as_any_dictionary_opt().map_or(0, |d| d.values().len())
+}
+
+/// Most values the keys of a dictionary type can index (`None` for other types).
+fn dictionary_capacity(data_type: &DataType) -> Option<usize> {
+    let DataType::Dictionary(key, _) = data_type else { return None };
+    Some(match key.as_ref() {
+        DataType::Int8 => 1 << 7,
+        DataType::UInt8 => 1 << 8,
+        DataType::Int16 => 1 << 15,
+        DataType::UInt16 => 1 << 16,
+        DataType::Int32 => 1 << 31,
+        _ => usize::MAX,
+    })
 }
 
 /// Copies a slice out of a larger array so that buffering it does not keep the whole array

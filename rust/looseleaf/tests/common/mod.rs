@@ -1253,3 +1253,68 @@ fn collect_data_buffers(
         _ => {}
     }
 }
+
+// ---------------------------------------------------------------------------------------------
+// Editing metadata (hostile files with valid checksums)
+
+/// The metadata of every column of a file, parsed with the format module alone.
+pub fn column_metadata(bytes: &[u8]) -> Vec<ColumnMetadata> {
+    let size = bytes.len() as u64;
+    let tail = FileTail::parse(&bytes[(size - TAIL_LEN) as usize..], size).unwrap();
+    (0..tail.num_columns)
+        .map(|column| {
+            let range = tail.column_entry_range(column);
+            let entry =
+                ColumnEntry::parse(&bytes[range.start as usize..range.end as usize], tail.table_offset).unwrap();
+            decode_checked(&bytes[entry.offset as usize..(entry.offset + entry.length) as usize], entry.crc, "column")
+                .unwrap()
+        })
+        .collect()
+}
+
+/// `bytes` (a finished file) with the metadata of each column passed through `edit` (given the
+/// column number), re-encoded with valid checksums: the metadata region (column blocks, column
+/// table, footer, tail) is rebuilt after the unchanged page data, so an edit may change the
+/// blocks' lengths. The result reaches the readers' parsers as a well-formed file whose pages
+/// say what `edit` made them say.
+pub fn rewrite_metadata(bytes: &[u8], mut edit: impl FnMut(u32, &mut ColumnMetadata)) -> Vec<u8> {
+    let layout = FileLayout::parse(bytes);
+    let tail = layout.tail;
+    let footer = bytes[tail.footer_range().start as usize..tail.footer_range().end as usize].to_vec();
+    let mut out = bytes[..layout.metadata_start() as usize].to_vec();
+    let mut entries = Vec::new();
+    for (column, mut metadata) in column_metadata(bytes).into_iter().enumerate() {
+        edit(column as u32, &mut metadata);
+        let block = prost::Message::encode_to_vec(&metadata);
+        entries.push(ColumnEntry {
+            offset: out.len() as u64,
+            length: block.len() as u64,
+            crc: crc32fast::hash(&block),
+        });
+        out.extend_from_slice(&block);
+    }
+    let table_offset = out.len() as u64;
+    for entry in &entries {
+        out.extend_from_slice(&entry.to_bytes());
+    }
+    let footer_offset = out.len() as u64;
+    out.extend_from_slice(&footer);
+    let tail = FileTail { footer_offset, table_offset, ..tail };
+    out.extend_from_slice(&tail.to_bytes());
+    out
+}
+
+/// Names of the entries of `dir`, waiting up to five seconds for them to become `expected`
+/// (the local store deletes an abandoned upload's staging file on a background thread).
+pub async fn wait_for_entries(dir: &Path, expected: &[&str]) -> Vec<String> {
+    let deadline = tokio::time::Instant::now() + std::time::Duration::from_secs(5);
+    loop {
+        let mut names: Vec<String> =
+            std::fs::read_dir(dir).unwrap().map(|e| e.unwrap().file_name().to_string_lossy().into_owned()).collect();
+        names.sort();
+        if names == expected || tokio::time::Instant::now() > deadline {
+            return names;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+    }
+}

@@ -58,7 +58,7 @@ impl BinaryScheduler {
         let (offsets, offsets_size): (Box<dyn PageScheduler>, u64) = match encoding.offsets.as_deref() {
             Some(child) => {
                 let scheduler = super::page_scheduler(Some(child), &offsets_page)?;
-                (scheduler, offsets_page.buffers.iter().map(|b| b.size).sum())
+                (scheduler, offsets_page.buffers.iter().map(|b| b.size).fold(0, u64::saturating_add))
             }
             None => {
                 let plain = PlainEncoding { bits_per_value: bits as u64, buffer: encoding.offsets_buffer };
@@ -79,7 +79,8 @@ impl PageScheduler for BinaryScheduler {
     fn schedule_ranges(&self, ranges: &[Range<u64>], io: &PageIo) -> PageLoad {
         let selected: u64 = ranges.iter().map(|r| r.end - r.start).sum();
         let all_rows = matches!(ranges, [r] if r.start == 0 && r.end == self.num_rows);
-        let whole_page = all_rows || selected * 2 >= self.num_rows || self.offsets_size + self.data.size <= SMALL_PAGE;
+        let whole_page =
+            all_rows || selected * 2 >= self.num_rows || self.offsets_size.saturating_add(self.data.size) <= SMALL_PAGE;
         let bits_per_offset = self.bits_per_offset;
         let w = bits_per_offset as u64 / 8;
         if whole_page {

@@ -39,6 +39,16 @@ impl DictionaryScheduler {
             "dictionary indices of {} bytes",
             encoding.index_bytes
         );
+        // The dictionary is decoded whole: no more values than the indices can address, which
+        // also bounds what a dictionary stored without buffers (a constant) makes the reader
+        // allocate.
+        ensure!(
+            encoding.dictionary_size <= 1 << (8 * encoding.index_bytes),
+            corrupt,
+            "a dictionary of {} values with {}-byte indices",
+            encoding.dictionary_size,
+            encoding.index_bytes
+        );
         let (Some(indices), Some(dictionary)) = (encoding.indices.as_deref(), encoding.dictionary.as_deref()) else {
             bail!(corrupt, "dictionary encoding without indices or dictionary")
         };

@@ -117,7 +117,7 @@ impl PageDecoder for FsstDecoder {
         out_offsets.push(0);
         for pair in offsets.windows(2) {
             let (start, end) = (pair[0] as usize, pair[1] as usize);
-            ensure!(start <= end, corrupt, "FSST code offsets decrease");
+            ensure!(start <= end && end <= data.len(), corrupt, "FSST code offsets decrease or point past the codes");
             let mut i = start;
             while i < end {
                 let code = data[i];

@@ -73,7 +73,9 @@ impl PageScheduler for RleScheduler {
                 .map(|c| u32::from_le_bytes([c[0], c[1], c[2], c[3]]) as u64)
                 .collect();
             ensure!(
-                ends.windows(2).all(|w| w[0] < w[1]) && ends.last().copied().unwrap_or(0) == num_rows,
+                ends.first().is_none_or(|first| *first > 0)
+                    && ends.windows(2).all(|w| w[0] < w[1])
+                    && ends.last().copied().unwrap_or(0) == num_rows,
                 corrupt,
                 "run ends are not increasing up to the page's {num_rows} rows"
             );
