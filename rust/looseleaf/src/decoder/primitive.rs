@@ -6,6 +6,7 @@ use tokio::sync::mpsc;
 
 use super::{DecodeTask, FieldDecoder, PageQueue};
 use crate::encodings::DataBlock;
+use crate::encodings::logical::dictionary::concat_dictionaries;
 use crate::encodings::logical::primitive::block_to_array;
 use crate::error::Result;
 use crate::scheduler::{ReadContext, ScheduledPage};
@@ -33,6 +34,15 @@ impl FieldDecoder for PrimitiveFieldDecoder {
             let location = self.location.clone();
             let task: DecodeTask = Box::new(move || {
                 let decode = || {
+                    if let (DataType::Dictionary(..), true) = (&data_type, pieces.len() > 1) {
+                        // Pieces of pages with their own dictionaries: an array each, merged by
+                        // Arrow (which combines the dictionaries) rather than re-encoded here.
+                        let arrays = pieces
+                            .iter()
+                            .map(|p| block_to_array(p.decode()?, &data_type))
+                            .collect::<Result<Vec<_>>>()?;
+                        return concat_dictionaries(&arrays, &data_type);
+                    }
                     let blocks = pieces.iter().map(|p| p.decode()).collect::<Result<Vec<_>>>()?;
                     let block = if blocks.is_empty() {
                         DataBlock::AllNull { num_values: 0 }

@@ -175,7 +175,7 @@ pub struct PageMetadata {
 pub enum Compression {
     /// Buffers stored as they are.
     None = 0,
-    /// Each buffer an LZ4 block (size-prepended).
+    /// Each buffer a raw LZ4 block (its decompressed size is in the buffer location).
     Lz4 = 1,
     /// Each buffer a Zstandard frame.
     Zstd = 2,
@@ -388,8 +388,8 @@ pub struct RleEncoding {
     /// The value of each run.
     #[prost(message, optional, boxed, tag = "2")]
     pub values: Option<Box<Encoding>>,
-    /// The end of each run, as 32-bit unsigned integers (non-decreasing, the last one the
-    /// page's row count).
+    /// The end of each run, as 32-bit unsigned integers (increasing, the last one the page's
+    /// row count).
     #[prost(message, optional, boxed, tag = "3")]
     pub run_ends: Option<Box<Encoding>>,
 }

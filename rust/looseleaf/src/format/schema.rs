@@ -151,8 +151,12 @@ fn assign_field(field: &FieldRef, next: &mut u32) -> Result<FieldColumns> {
     let data_type = field.data_type();
     // Plain values are one bit or a positive number of bytes wide: a fixed-size binary of width
     // 0 would make pages no reader accepts.
+    let value_type = match data_type {
+        DataType::Dictionary(_, value) => value.as_ref(),
+        other => other,
+    };
     ensure!(
-        fixed_width_bits(data_type) != Some(0),
+        fixed_width_bits(value_type) != Some(0),
         unsupported,
         "field {:?} has type {data_type}, whose values of zero bytes looseleaf cannot store",
         field.name()

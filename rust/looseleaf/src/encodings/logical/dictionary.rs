@@ -20,7 +20,7 @@ use crate::error::{Error, Result, bail, ensure};
 /// 32-bit indices and its dictionary values.
 pub fn dictionary_to_block(array: &dyn Array) -> Result<DataBlock> {
     let dictionary = array.as_any_dictionary();
-    let keys = dictionary.normalized_keys();
+    let keys = key_positions(array)?;
     let mut indices = MutableBuffer::with_capacity(keys.len() * 4);
     let size = dictionary.values().len();
     for (i, key) in keys.iter().enumerate() {
@@ -160,4 +160,90 @@ pub fn hash_encode(block: DataBlock) -> Result<(DataBlock, DataBlock)> {
     let indices =
         DataBlock::FixedWidth(FixedWidthBlock { data: indices.into(), bits_per_value: 32, num_values: n as u64 });
     Ok((indices, dictionary))
+}
+
+/// The keys of a dictionary array as positions into its values (0 where the key is null or
+/// past the values, which only null rows may have).
+fn key_positions(array: &dyn Array) -> Result<Vec<usize>> {
+    let dictionary = array.as_any_dictionary();
+    let keys = dictionary.keys();
+    let size = dictionary.values().len();
+    let data = keys.to_data();
+    let Some(width) = keys.data_type().primitive_width() else { bail!(internal, "dictionary keys are not integers") };
+    let signed = keys.data_type().is_signed_integer();
+    let Some(buffer) = data.buffers().first() else { bail!(internal, "dictionary keys without values") };
+    let bytes = buffer.as_slice();
+    let start = data.offset() * width;
+    let Some(bytes) = bytes.get(start..start + keys.len() * width) else {
+        bail!(internal, "dictionary keys too short")
+    };
+    Ok(bytes
+        .chunks_exact(width)
+        .enumerate()
+        .map(|(i, key)| {
+            let key = read_int(key, signed);
+            if keys.is_valid(i) && key >= 0 && (key as u128) < size as u128 { key as usize } else { 0 }
+        })
+        .collect())
+}
+
+/// Concatenates dictionary arrays of `data_type` whose dictionaries differ (pieces of pages
+/// with their own dictionaries), keeping one copy of each dictionary value the rows use, so
+/// the keys stay as small as the distinct values read allow.
+pub fn concat_dictionaries(arrays: &[ArrayRef], data_type: &DataType) -> Result<ArrayRef> {
+    let DataType::Dictionary(key, value_type) = data_type else { bail!(internal, "concatenating non-dictionaries") };
+    let values: Vec<&dyn Array> = arrays.iter().map(|a| a.as_any_dictionary().values().as_ref()).collect();
+    let all_values = if values.is_empty() {
+        arrow_array::new_empty_array(value_type)
+    } else {
+        arrow_select::concat::concat(&values)?
+    };
+    let values_block = match array_to_block(all_values.as_ref())? {
+        DataBlock::Nullable { values, .. } => *values,
+        other => other,
+    };
+    // Global positions (into the concatenated values) of the rows, and which are used.
+    let total: usize = arrays.iter().map(|a| a.len()).sum();
+    let mut rows = Vec::with_capacity(total);
+    let mut validity = arrow_buffer::BooleanBufferBuilder::new(total);
+    let mut used = vec![false; all_values.len()];
+    let mut base = 0usize;
+    for array in arrays {
+        let nulls = array.logical_nulls();
+        for (i, position) in key_positions(array.as_ref())?.into_iter().enumerate() {
+            let valid = nulls.as_ref().is_none_or(|n| n.is_valid(i));
+            validity.append(valid);
+            if valid {
+                used[base + position] = true;
+            }
+            rows.push(base + position);
+        }
+        base += array.as_any_dictionary().values().len();
+    }
+    let used_positions: Vec<usize> = used.iter().enumerate().filter(|(_, u)| **u).map(|(i, _)| i).collect();
+    let mut remap = vec![0u32; used.len()];
+    let merged = if used_positions.is_empty() {
+        values_block.gather(&[])?
+    } else {
+        let (indices, merged) = hash_encode(values_block.gather(&used_positions)?)?;
+        let DataBlock::FixedWidth(indices) = indices else { bail!(internal, "hashed indices are not integers") };
+        for (position, index) in used_positions.iter().zip(indices.data.as_slice().chunks_exact(4)) {
+            remap[*position] = u32::from_le_bytes([index[0], index[1], index[2], index[3]]);
+        }
+        merged
+    };
+    let mut indices = MutableBuffer::with_capacity(total * 4);
+    for row in rows {
+        indices.extend_from_slice(&remap.get(row).copied().unwrap_or(0).to_le_bytes());
+    }
+    let indices =
+        DataBlock::FixedWidth(FixedWidthBlock { data: indices.into(), bits_per_value: 32, num_values: total as u64 });
+    let validity = validity.finish();
+    let nulls = (validity.count_set_bits() < total).then(|| NullBuffer::new(validity));
+    array_from_block(
+        DataBlock::Dictionary { indices: Box::new(indices), dictionary: Arc::new(merged) },
+        nulls,
+        key,
+        value_type,
+    )
 }

@@ -269,6 +269,10 @@ fn values_size(array: &dyn Array, start: usize, end: usize) -> u64 {
     if let Some(bits) = row_bits(data_type) {
         return (rows * bits).div_ceil(8);
     }
+    if let DataType::Dictionary(..) = data_type {
+        // A dictionary page stores an index per row (and its dictionary, shared).
+        return 4 * rows;
+    }
     let data_bytes = match data_type {
         DataType::Utf8 => byte_span(array.as_string::<i32>().value_offsets(), start, end),
         DataType::Binary => byte_span(array.as_binary::<i32>().value_offsets(), start, end),
@@ -298,7 +302,11 @@ pub fn rows_within(array: &dyn Array, budget: u64) -> usize {
         return 0;
     }
     let per_row_validity = if array.null_count() > 0 { 1.0 / 8.0 } else { 0.0 };
-    if let Some(bits) = row_bits(array.data_type()) {
+    let bits = match array.data_type() {
+        DataType::Dictionary(..) => Some(32),
+        other => row_bits(other),
+    };
+    if let Some(bits) = bits {
         let per_row = bits as f64 / 8.0 + per_row_validity;
         return ((budget as f64 / per_row) as usize).clamp(1, len);
     }

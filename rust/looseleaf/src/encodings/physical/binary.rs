@@ -58,7 +58,11 @@ impl BinaryScheduler {
         let (offsets, offsets_size): (Box<dyn PageScheduler>, u64) = match encoding.offsets.as_deref() {
             Some(child) => {
                 let scheduler = super::page_scheduler(Some(child), &offsets_page)?;
-                (scheduler, offsets_page.buffers.iter().map(|b| b.size).fold(0, u64::saturating_add))
+                // The page's buffers other than the data: the offsets' (and a validity at most),
+                // a bound good enough to judge whether the page is small.
+                let all = offsets_page.buffers.iter().map(|b| b.size).fold(0, u64::saturating_add);
+                let data = page.buffers.get(encoding.data_buffer as usize).map_or(0, |b| b.size);
+                (scheduler, all.saturating_sub(data))
             }
             None => {
                 let plain = PlainEncoding { bits_per_value: bits as u64, buffer: encoding.offsets_buffer };

@@ -62,6 +62,8 @@ impl PageScheduler for FsstScheduler {
 struct SymbolTable {
     symbols: [Symbol; 255],
     lengths: [u8; 255],
+    /// Number of symbols: codes from here to 254 are invalid.
+    count: usize,
 }
 
 impl SymbolTable {
@@ -85,7 +87,7 @@ impl SymbolTable {
             symbol.copy_from_slice(&bytes[at..at + 8]);
             symbols[i] = Symbol::from_slice(&symbol);
         }
-        Ok(Self { symbols, lengths })
+        Ok(Self { symbols, lengths, count })
     }
 }
 
@@ -125,6 +127,7 @@ impl PageDecoder for FsstDecoder {
                     total += 1;
                     i += 2;
                 } else {
+                    ensure!((code as usize) < self.table.count, corrupt, "FSST code {code} has no symbol");
                     total += self.table.lengths[code as usize] as u64;
                     i += 1;
                 }
