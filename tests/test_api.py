@@ -110,6 +110,9 @@ def test_stream_reports_io(path, table):
     assert stats["requests"] == plan["requests"]
     assert stats["bytes_read"] == plan["read_bytes"] >= plan["bytes"]
     assert stats["peak_reserved_bytes"] <= reader.options["io_buffer_bytes"]
+    assert stats["batches"] == 20
+    assert stats["scheduling_seconds"] > 0
+    assert stats["decode_seconds"] > 0
     with pytest.raises(looseleaf.InvalidArgumentError, match="consumed"):
         pa.RecordBatchReader.from_stream(stream)
 

@@ -17,9 +17,10 @@ class ReadStream:
     @property
     def schema(self) -> ArrowSchema: ...
     def __arrow_c_stream__(self, requested_schema: object | None = None) -> object: ...
-    def io_stats(self) -> dict[str, int]:
-        """Counters of the read's I/O scheduler: requests, indirect_requests, reads, bytes_read,
-        peak_reserved_bytes, bypassed_reads."""
+    def io_stats(self) -> dict[str, float]:
+        """Counters of the read's I/O scheduler (requests, indirect_requests, reads, bytes_read,
+        peak_reserved_bytes, bypassed_reads, urgent_reads) and its timings (scheduling_seconds,
+        io_wait_seconds, decode_seconds summed over parallel tasks, batches)."""
 
 class Batches:
     """Record batches already decoded, exported once through ``__arrow_c_stream__``."""

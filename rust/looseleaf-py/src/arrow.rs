@@ -138,13 +138,16 @@ pub struct PyReadStream {
     schema: SchemaRef,
     reader: Mutex<Option<BlockingReader>>,
     stats: Box<dyn Fn() -> IoStats + Send + Sync>,
+    metrics: Arc<looseleaf::decoder::ReadMetrics>,
 }
 
 impl PyReadStream {
     pub fn new(stream: RecordBatchStream, runtime: Arc<tokio::runtime::Runtime>) -> Self {
         let schema = stream.schema().clone();
         let io = stream.io_scheduler().clone();
+        let metrics = stream.metrics().clone();
         Self {
+            metrics,
             schema: schema.clone(),
             reader: Mutex::new(Some(BlockingReader { schema, stream, runtime })),
             stats: Box::new(move || io.stats()),
@@ -175,9 +178,15 @@ impl PyReadStream {
         PyArrowSchema::new(self.schema.clone())
     }
 
-    /// The read's I/O counters so far, as a dict.
+    /// The read's I/O counters and timings so far, as a dict.
     fn io_stats<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, pyo3::types::PyDict>> {
-        crate::reader::io_stats_dict(py, &(self.stats)())
+        let out = crate::reader::io_stats_dict(py, &(self.stats)())?;
+        let timings = self.metrics.snapshot();
+        out.set_item("scheduling_seconds", timings.scheduling.as_secs_f64())?;
+        out.set_item("io_wait_seconds", timings.waiting_for_io.as_secs_f64())?;
+        out.set_item("decode_seconds", timings.decoding.as_secs_f64())?;
+        out.set_item("batches", timings.batches)?;
+        Ok(out)
     }
 }
 

@@ -66,6 +66,7 @@ mod reader;
 pub mod scheduler;
 mod writer;
 
+pub use decoder::ReadTimings;
 pub use encodings::statistics::StatValue;
 pub use encodings::strategy::{ColumnPolicies, EncodingKind, EncodingPolicy};
 pub use error::{Error, Result, SourceError};

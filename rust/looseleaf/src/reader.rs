@@ -21,7 +21,7 @@ use bytes::Bytes;
 use futures::stream::BoxStream;
 use futures::{Stream, StreamExt, TryStreamExt};
 
-use crate::decoder::DecodeBatchStream;
+use crate::decoder::{DecodeBatchStream, ReadMetrics, ReadTimings};
 use crate::encodings::statistics::{StatValue, decode_bound};
 use crate::error::{Error, Result, bail, ensure};
 use crate::format::proto::{ColumnMetadata, Compression, Footer};
@@ -516,7 +516,8 @@ impl ReadBuilder {
             Some(rows) => rows as u64,
             None => default_batch_size(row_bytes),
         };
-        let stream = DecodeBatchStream::new(schema.clone(), decoders, selection.num_rows(), batch_size);
+        let stream =
+            DecodeBatchStream::new(schema.clone(), decoders, selection.num_rows(), batch_size, context.metrics.clone());
         Ok(StartedRead { schema, jobs, stream, context })
     }
 
@@ -529,6 +530,7 @@ impl ReadBuilder {
         let io = IoScheduler::new(self.file.inner.reader.clone(), self.io_options());
         let io_dyn: Arc<dyn EncodingsIo> = Arc::new(io.clone());
         let StartedRead { schema, jobs, stream, context } = started;
+        let metrics = context.metrics.clone();
         // The scheduling loop never waits for I/O but may run for a while on a large file: it
         // gets a thread of its own rather than holding up a runtime worker.
         tokio::task::spawn_blocking(move || run_scheduling_loop(jobs, &io_dyn, &context));
@@ -541,7 +543,7 @@ impl ReadBuilder {
             .into_stream(parallelism, tokio::runtime::Handle::current())
             .map_err(move |e| e.with_location(&location))
             .boxed();
-        Ok(RecordBatchStream { schema, batches, io })
+        Ok(RecordBatchStream { schema, batches, io, metrics })
     }
 
     /// Runs only the scheduling loop and returns the I/O the read would make.
@@ -590,6 +592,7 @@ pub struct RecordBatchStream {
     schema: SchemaRef,
     batches: BoxStream<'static, Result<RecordBatch>>,
     io: IoScheduler,
+    metrics: Arc<ReadMetrics>,
 }
 
 impl RecordBatchStream {
@@ -601,6 +604,16 @@ impl RecordBatchStream {
     /// The read's I/O counters so far.
     pub fn io_stats(&self) -> IoStats {
         self.io.stats()
+    }
+
+    /// Where the read's time went so far: scheduling, waiting for I/O, decoding.
+    pub fn timings(&self) -> ReadTimings {
+        self.metrics.snapshot()
+    }
+
+    /// The read's timings (a handle that outlives the stream).
+    pub fn metrics(&self) -> &Arc<ReadMetrics> {
+        &self.metrics
     }
 
     /// The read's I/O scheduler (a handle that outlives the stream, for its counters).

@@ -13,6 +13,7 @@
 
 mod fixed_size_list;
 mod list;
+mod metrics;
 mod page_queue;
 mod primitive;
 mod stream;
@@ -23,6 +24,7 @@ use futures::future::BoxFuture;
 
 pub use fixed_size_list::FixedSizeListFieldDecoder;
 pub use list::{ListFieldDecoder, ListPage, SharedItems};
+pub use metrics::{ReadMetrics, ReadTimings};
 pub use page_queue::{LoadedPage, PagePiece, PageQueue};
 pub use primitive::PrimitiveFieldDecoder;
 pub use stream::{BatchDecodeTask, DecodeBatchStream};

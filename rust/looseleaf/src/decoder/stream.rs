@@ -7,7 +7,9 @@ use arrow_schema::SchemaRef;
 use futures::stream::BoxStream;
 use futures::{StreamExt, TryFutureExt};
 
-use super::{DecodeTask, FieldDecoder};
+use std::time::Instant;
+
+use super::{DecodeTask, FieldDecoder, ReadMetrics};
 use crate::error::{Error, Result};
 
 /// The decode loop: waits for the rows of each batch, then hands out the task that decodes it.
@@ -20,13 +22,20 @@ pub struct DecodeBatchStream {
     rows_remaining: u64,
     batch_size: u64,
     failed: bool,
+    metrics: Arc<ReadMetrics>,
 }
 
 impl DecodeBatchStream {
     /// A stream of `num_rows` rows of `schema`, in batches of `batch_size` rows (the last may be
     /// shorter), from one decoder per field of `schema`.
-    pub fn new(schema: SchemaRef, fields: Vec<Box<dyn FieldDecoder>>, num_rows: u64, batch_size: u64) -> Self {
-        Self { schema, fields, rows_remaining: num_rows, batch_size: batch_size.max(1), failed: false }
+    pub fn new(
+        schema: SchemaRef,
+        fields: Vec<Box<dyn FieldDecoder>>,
+        num_rows: u64,
+        batch_size: u64,
+        metrics: Arc<ReadMetrics>,
+    ) -> Self {
+        Self { schema, fields, rows_remaining: num_rows, batch_size: batch_size.max(1), failed: false, metrics }
     }
 
     /// Waits until the rows of the next batch are loaded and returns the task that decodes it,
@@ -38,11 +47,19 @@ impl DecodeBatchStream {
         let num_rows = self.rows_remaining.min(self.batch_size);
         // All fields wait together, so that every page the batch needs leaves the I/O budget
         // as soon as it is loaded (see `IoScheduler`: this is what makes the bypass sufficient).
+        let started = Instant::now();
         let waits = self.fields.iter_mut().map(|f| f.next_batch(num_rows));
-        match futures::future::try_join_all(waits).await {
+        let result = futures::future::try_join_all(waits).await;
+        self.metrics.add_waiting(started.elapsed());
+        match result {
             Ok(tasks) => {
                 self.rows_remaining -= num_rows;
-                Some(Ok(BatchDecodeTask { schema: self.schema.clone(), num_rows, tasks }))
+                Some(Ok(BatchDecodeTask {
+                    schema: self.schema.clone(),
+                    num_rows,
+                    tasks,
+                    metrics: self.metrics.clone(),
+                }))
             }
             Err(e) => {
                 self.failed = true;
@@ -78,13 +95,16 @@ pub struct BatchDecodeTask {
     schema: SchemaRef,
     num_rows: u64,
     tasks: Vec<DecodeTask>,
+    metrics: Arc<ReadMetrics>,
 }
 
 impl BatchDecodeTask {
     /// Runs the field tasks and assembles the batch.
     pub fn run(self) -> Result<RecordBatch> {
-        let columns = self.tasks.into_iter().map(|task| task()).collect::<Result<Vec<_>>>()?;
+        let started = Instant::now();
+        let columns = self.tasks.into_iter().map(|task| task()).collect::<Result<Vec<_>>>();
+        self.metrics.add_decoding(started.elapsed());
         let options = RecordBatchOptions::new().with_row_count(Some(self.num_rows as usize));
-        Ok(RecordBatch::try_new_with_options(Arc::clone(&self.schema), columns, &options)?)
+        Ok(RecordBatch::try_new_with_options(Arc::clone(&self.schema), columns?, &options)?)
     }
 }

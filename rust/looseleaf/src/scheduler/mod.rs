@@ -48,12 +48,14 @@ pub struct ReadContext {
     /// Where the first error of the scheduling loop is kept, for decoders whose pages stopped
     /// arriving because of it.
     pub scheduling_error: Arc<OnceLock<Error>>,
+    /// Timings of the read's loops.
+    pub metrics: Arc<crate::decoder::ReadMetrics>,
 }
 
 impl ReadContext {
     /// A context for reading `location`.
     pub fn new(location: impl Into<Arc<str>>) -> Self {
-        Self { location: location.into(), scheduling_error: Arc::new(OnceLock::new()) }
+        Self { location: location.into(), scheduling_error: Arc::new(OnceLock::new()), metrics: Arc::default() }
     }
 
     /// The error to report when a decoder's pages stop before the rows it was promised.
@@ -146,7 +148,9 @@ pub fn run_scheduling_loop(
     io: &Arc<dyn EncodingsIo>,
     context: &ReadContext,
 ) -> Result<()> {
+    let started = std::time::Instant::now();
     let result = schedule_all(&mut jobs, io);
+    context.metrics.add_scheduling(started.elapsed());
     if let Err(e) = &result {
         let _ = context.scheduling_error.set(e.clone().with_location(&context.location));
     }

@@ -1,0 +1,59 @@
+//! [`ReadMetrics`]: where the time of a read goes.
+//!
+//! Three clocks, kept by the three loops: the scheduling loop's running time, the time the
+//! decode loop spent waiting for pages to arrive (I/O the reader could not hide), and the CPU
+//! time of decode tasks (summed over tasks, which run in parallel). Counters are relaxed
+//! atomics: cheap enough to leave on.
+
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::Duration;
+
+/// Timings of one read, shared by its loops.
+#[derive(Debug, Default)]
+pub struct ReadMetrics {
+    scheduling_nanos: AtomicU64,
+    waiting_nanos: AtomicU64,
+    decoding_nanos: AtomicU64,
+    batches: AtomicU64,
+}
+
+/// A snapshot of [`ReadMetrics`].
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct ReadTimings {
+    /// Time the scheduling loop ran.
+    pub scheduling: Duration,
+    /// Time the decode loop waited for the pages of its batches.
+    pub waiting_for_io: Duration,
+    /// CPU time of the decode tasks, summed.
+    pub decoding: Duration,
+    /// Batches decoded.
+    pub batches: u64,
+}
+
+impl ReadMetrics {
+    /// Adds to the scheduling time.
+    pub fn add_scheduling(&self, time: Duration) {
+        self.scheduling_nanos.fetch_add(time.as_nanos() as u64, Ordering::Relaxed);
+    }
+
+    /// Adds to the time spent waiting for pages.
+    pub fn add_waiting(&self, time: Duration) {
+        self.waiting_nanos.fetch_add(time.as_nanos() as u64, Ordering::Relaxed);
+    }
+
+    /// Adds one decoded batch and its decode time.
+    pub fn add_decoding(&self, time: Duration) {
+        self.decoding_nanos.fetch_add(time.as_nanos() as u64, Ordering::Relaxed);
+        self.batches.fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// The timings so far.
+    pub fn snapshot(&self) -> ReadTimings {
+        ReadTimings {
+            scheduling: Duration::from_nanos(self.scheduling_nanos.load(Ordering::Relaxed)),
+            waiting_for_io: Duration::from_nanos(self.waiting_nanos.load(Ordering::Relaxed)),
+            decoding: Duration::from_nanos(self.decoding_nanos.load(Ordering::Relaxed)),
+            batches: self.batches.load(Ordering::Relaxed),
+        }
+    }
+}
