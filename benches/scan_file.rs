@@ -1,7 +1,8 @@
 //! Full scans of an existing looseleaf file, for profiling (`perf record`, `valgrind`):
 //! `cargo bench -p looseleaf --bench scan_file -- PATH [RUNS] [COLUMN...]`.
 //! Prints the best time per run and the rows and columns scanned. With `TAKE=n` in the
-//! environment, each run opens the file and takes `n` pseudo-random rows instead.
+//! environment, each run opens the file and takes `n` pseudo-random rows instead; with
+//! `DICTIONARY=1`, the named columns are read as dictionary arrays.
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)] // a benchmark, not library code
 
@@ -22,6 +23,7 @@ fn main() {
     let mut best = Duration::MAX;
     let mut rows = 0;
     let take: Option<u64> = std::env::var("TAKE").ok().and_then(|t| t.parse().ok());
+    let as_dictionaries = std::env::var("DICTIONARY").is_ok_and(|d| d == "1");
     for run in 0..runs {
         let start = Instant::now();
         if let Some(count) = take {
@@ -40,6 +42,9 @@ fn main() {
             let mut read = reader.read();
             if !columns.is_empty() {
                 read = read.with_columns(columns.clone());
+            }
+            if as_dictionaries {
+                read = read.with_dictionary_columns(columns.clone());
             }
             let mut stream = read.stream().await.unwrap();
             let mut rows = 0;

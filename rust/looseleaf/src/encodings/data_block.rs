@@ -144,18 +144,7 @@ impl DataBlock {
         match self {
             DataBlock::Dictionary { indices, dictionary } => {
                 let DataBlock::FixedWidth(indices) = *indices else { return shape_error() };
-                let width = (indices.bits_per_value / 8) as usize;
-                let positions: Vec<usize> = indices
-                    .data
-                    .as_slice()
-                    .chunks_exact(width.max(1))
-                    .map(|c| {
-                        let mut buf = [0u8; 8];
-                        buf[..c.len()].copy_from_slice(c);
-                        u64::from_le_bytes(buf) as usize
-                    })
-                    .collect();
-                dictionary.gather(&positions)
+                dictionary.gather(&indices.to_positions()?)
             }
             DataBlock::Nullable { validity, values } => {
                 Ok(DataBlock::Nullable { validity, values: Box::new(values.materialize()?) })
@@ -172,42 +161,11 @@ impl DataBlock {
         let n = self.num_values() as usize;
         ensure!(positions.iter().all(|p| *p < n), corrupt, "a dictionary index points past the {n} dictionary values");
         Ok(match self {
-            DataBlock::FixedWidth(block) => {
-                let w = (block.bits_per_value / 8) as usize;
-                let data = block.data.as_slice();
-                ensure!(data.len() >= n * w, corrupt, "dictionary values buffer too short");
-                let mut out = MutableBuffer::with_capacity(positions.len() * w);
-                for p in positions {
-                    out.extend_from_slice(&data[p * w..(p + 1) * w]);
-                }
-                DataBlock::FixedWidth(FixedWidthBlock {
-                    data: out.into(),
-                    bits_per_value: block.bits_per_value,
-                    num_values: positions.len() as u64,
-                })
-            }
+            DataBlock::FixedWidth(block) => DataBlock::FixedWidth(block.gather(positions)?),
             DataBlock::Boolean(bits) => {
                 DataBlock::Boolean(positions.iter().map(|p| bits.value(*p)).collect::<BooleanBuffer>())
             }
-            DataBlock::VariableWidth(block) => {
-                let offsets = block.offsets_u64()?;
-                let data = block.data.as_slice();
-                let mut out_offsets = Vec::with_capacity(positions.len() + 1);
-                let mut out = MutableBuffer::new(0);
-                out_offsets.push(0u64);
-                for p in positions {
-                    let (start, end) = (offsets[*p] as usize, offsets[p + 1] as usize);
-                    ensure!(start <= end && end <= data.len(), corrupt, "dictionary string offsets out of range");
-                    out.extend_from_slice(&data[start..end]);
-                    out_offsets.push(out.len() as u64);
-                }
-                DataBlock::VariableWidth(VariableWidthBlock::concat(&[VariableWidthBlock {
-                    offsets: Buffer::from_vec(out_offsets),
-                    bits_per_offset: 64,
-                    data: out.into(),
-                    num_values: positions.len() as u64,
-                }])?)
-            }
+            DataBlock::VariableWidth(block) => DataBlock::VariableWidth(block.gather(positions)?),
             DataBlock::FixedSizeList { dimension, values } => {
                 let d = *dimension as usize;
                 let child: Vec<usize> = positions.iter().flat_map(|p| p * d..(p + 1) * d).collect();
@@ -429,7 +387,101 @@ fn shape_error<T>() -> Result<T> {
     Err(crate::Error::corrupt("", "pages of one column decode to blocks of different shapes"))
 }
 
+impl FixedWidthBlock {
+    /// The values, unsigned integers of 1, 2, 4 or 8 bytes, as positions (the indices of a
+    /// dictionary block).
+    ///
+    /// # Errors
+    /// [`crate::Error::Corrupt`] if the values have another width or the buffer is too short.
+    pub fn to_positions(&self) -> Result<Vec<usize>> {
+        self.map_unsigned(|value| value as usize)
+    }
+
+    /// The values, unsigned integers of 1, 2, 4 or 8 bytes, each passed through `convert`.
+    ///
+    /// # Errors
+    /// [`crate::Error::Corrupt`] if the values have another width or the buffer is too short.
+    pub fn map_unsigned<T>(&self, convert: impl Fn(u64) -> T) -> Result<Vec<T>> {
+        let n = self.num_values as usize;
+        let width = (self.bits_per_value / 8) as usize;
+        let Some(bytes) = self.data.as_slice().get(..n.saturating_mul(width)) else {
+            return Err(crate::Error::corrupt("", format!("{n} indices of {width} bytes in a {} byte buffer", self.data.len())));
+        };
+        // One loop per width, so that each compiles to a widening copy.
+        Ok(match width {
+            1 => bytes.iter().map(|b| convert(*b as u64)).collect(),
+            2 => bytes.chunks_exact(2).map(|c| convert(u16::from_le_bytes([c[0], c[1]]) as u64)).collect(),
+            4 => bytes.chunks_exact(4).map(|c| convert(u32::from_le_bytes([c[0], c[1], c[2], c[3]]) as u64)).collect(),
+            8 => bytes
+                .chunks_exact(8)
+                .map(|c| convert(u64::from_le_bytes([c[0], c[1], c[2], c[3], c[4], c[5], c[6], c[7]])))
+                .collect(),
+            _ => return Err(crate::Error::corrupt("", format!("dictionary indices of {width} bytes"))),
+        })
+    }
+
+    /// The values at `positions`, each checked to be below `num_values` by the caller.
+    fn gather(&self, positions: &[usize]) -> Result<FixedWidthBlock> {
+        let w = (self.bits_per_value / 8) as usize;
+        let n = self.num_values as usize;
+        let data = self.data.as_slice();
+        ensure!(data.len() >= n * w, corrupt, "dictionary values buffer too short");
+        fn pick<const W: usize>(data: &[u8], positions: &[usize]) -> Buffer {
+            let values: Vec<[u8; W]> = data.chunks_exact(W).map(|c| c.try_into().unwrap_or([0; W])).collect();
+            let mut out = MutableBuffer::from_len_zeroed(positions.len() * W);
+            for (slot, p) in out.as_slice_mut().chunks_exact_mut(W).zip(positions) {
+                slot.copy_from_slice(&values[*p]);
+            }
+            out.into()
+        }
+        let out = match w {
+            1 => pick::<1>(data, positions),
+            2 => pick::<2>(data, positions),
+            4 => pick::<4>(data, positions),
+            8 => pick::<8>(data, positions),
+            16 => pick::<16>(data, positions),
+            _ => {
+                let mut out = MutableBuffer::with_capacity(positions.len() * w);
+                for p in positions {
+                    out.extend_from_slice(&data[p * w..(p + 1) * w]);
+                }
+                out.into()
+            }
+        };
+        Ok(FixedWidthBlock { data: out, bits_per_value: self.bits_per_value, num_values: positions.len() as u64 })
+    }
+}
+
 impl VariableWidthBlock {
+    /// The values at `positions`, each checked to be below `num_values` by the caller, with
+    /// offsets starting at zero (64-bit ones only when the data would not fit 32-bit ones).
+    fn gather(&self, positions: &[usize]) -> Result<VariableWidthBlock> {
+        let offsets = self.offsets_u64()?;
+        let data = self.data.as_slice();
+        ensure!(
+            offsets.windows(2).all(|pair| pair[0] <= pair[1]) && offsets.last().is_none_or(|end| *end as usize <= data.len()),
+            corrupt,
+            "dictionary string offsets out of range"
+        );
+        let total: u64 = positions.iter().map(|p| offsets[p + 1] - offsets[*p]).sum();
+        let mut out = MutableBuffer::with_capacity(total as usize);
+        fn copy<O: arrow_buffer::ArrowNativeType>(offsets: &[u64], data: &[u8], positions: &[usize], out: &mut MutableBuffer, offset: impl Fn(usize) -> O) -> Buffer {
+            let mut out_offsets = Vec::with_capacity(positions.len() + 1);
+            out_offsets.push(offset(0));
+            for p in positions {
+                out.extend_from_slice(&data[offsets[*p] as usize..offsets[p + 1] as usize]);
+                out_offsets.push(offset(out.len()));
+            }
+            Buffer::from_vec(out_offsets)
+        }
+        let (offsets, bits_per_offset) = if total <= i32::MAX as u64 {
+            (copy(&offsets, data, positions, &mut out, |o| o as u32), 32)
+        } else {
+            (copy(&offsets, data, positions, &mut out, |o| o as u64), 64)
+        };
+        Ok(VariableWidthBlock { offsets, bits_per_offset, data: out.into(), num_values: positions.len() as u64 })
+    }
+
     /// Offset `i`, if the offsets buffer holds it.
     pub fn offset_at(&self, i: usize) -> Option<u64> {
         let width = self.bits_per_offset as usize / 8;

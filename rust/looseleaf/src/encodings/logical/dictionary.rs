@@ -6,13 +6,13 @@ use std::collections::HashMap;
 use std::sync::Arc;
 
 use arrow_array::cast::AsArray;
-use arrow_array::{Array, ArrayRef, make_array};
-use arrow_buffer::{Buffer, MutableBuffer, NullBuffer};
+use arrow_array::types::ByteArrayType;
+use arrow_array::{Array, ArrayRef, GenericByteArray, UInt32Array, make_array};
+use arrow_buffer::{ArrowNativeType, Buffer, MutableBuffer, NullBuffer, OffsetBuffer, ScalarBuffer};
 use arrow_data::ArrayDataBuilder;
 use arrow_schema::DataType;
 
 use super::primitive::{array_to_block, block_to_array};
-use crate::encodings::physical::integers::{read_int, write_int};
 use crate::encodings::{DataBlock, FixedWidthBlock, VariableWidthBlock};
 use crate::error::{Error, Result, bail, ensure};
 
@@ -21,18 +21,15 @@ use crate::error::{Error, Result, bail, ensure};
 pub fn dictionary_to_block(array: &dyn Array) -> Result<DataBlock> {
     let dictionary = array.as_any_dictionary();
     let keys = key_positions(array)?;
-    let mut indices = MutableBuffer::with_capacity(keys.len() * 4);
     let size = dictionary.values().len();
-    for (i, key) in keys.iter().enumerate() {
-        // Null rows may carry any key: store 0 for them.
-        let key = if array.is_valid(i) { *key } else { 0 };
-        ensure!(key < size.max(1), internal, "dictionary key {key} out of its {size} values");
-        indices.extend_from_slice(
-            &u32::try_from(key)
-                .map_err(|_| Error::Unsupported("dictionaries of more than 2^32 values".into()))?
-                .to_le_bytes(),
-        );
-    }
+    // `key_positions` keeps keys inside the values; null rows store 0.
+    ensure!(keys.iter().all(|key| *key < size.max(1)), internal, "dictionary key out of its {size} values");
+    ensure!(
+        size <= u32::MAX as usize,
+        unsupported,
+        "dictionaries of more than 2^32 values"
+    );
+    let indices = Buffer::from_vec(keys.iter().map(|key| *key as u32).collect::<Vec<u32>>());
     let values = match array_to_block(dictionary.values().as_ref())? {
         // Rows pointing at null dictionary values are null rows (their validity says so);
         // the dictionary block itself has no nulls.
@@ -44,7 +41,7 @@ pub fn dictionary_to_block(array: &dyn Array) -> Result<DataBlock> {
     };
     Ok(DataBlock::Dictionary {
         indices: Box::new(DataBlock::FixedWidth(FixedWidthBlock {
-            data: indices.into(),
+            data: indices,
             bits_per_value: 32,
             num_values: keys.len() as u64,
         })),
@@ -68,29 +65,145 @@ pub fn array_from_block(
         }
     };
     let DataBlock::FixedWidth(indices) = indices else { bail!(corrupt, "dictionary indices are not integers") };
-    let index_width = (indices.bits_per_value / 8) as usize;
-    let Some(key_width) = key.primitive_width() else { bail!(unsupported, "dictionary keys of type {key}") };
-    let signed = key.is_signed_integer();
-    let max_key: i128 = if signed { (1i128 << (key_width * 8 - 1)) - 1 } else { (1i128 << (key_width * 8)) - 1 };
-    let n = indices.num_values as usize;
-    let mut keys = MutableBuffer::from_len_zeroed(n * key_width);
-    for (i, index) in indices.data.as_slice().chunks_exact(index_width.max(1)).enumerate().take(n) {
-        let value = read_int(index, false);
-        if value > max_key {
-            return Err(Error::InvalidArgument(format!(
-                "a dictionary of more values than {key} keys can index; read it with wider keys"
-            )));
-        }
-        write_int(value, &mut keys.as_slice_mut()[i * key_width..(i + 1) * key_width]);
+    let positions = indices.to_positions()?;
+    let n = positions.len();
+    let max_key = match key {
+        DataType::Int8 => i8::MAX as usize,
+        DataType::Int16 => i16::MAX as usize,
+        DataType::Int32 => i32::MAX as usize,
+        DataType::UInt8 => u8::MAX as usize,
+        DataType::UInt16 => u16::MAX as usize,
+        DataType::UInt32 => u32::MAX as usize,
+        DataType::Int64 | DataType::UInt64 => usize::MAX,
+        other => bail!(unsupported, "dictionary keys of type {other}"),
+    };
+    let max = positions.iter().fold(0, |max, p| max.max(*p));
+    if max > max_key {
+        return Err(Error::InvalidArgument(format!(
+            "a dictionary of more values than {key} keys can index; read it with wider keys"
+        )));
     }
+    fn keys<T: ArrowNativeType>(positions: &[usize]) -> Buffer {
+        Buffer::from_vec(positions.iter().map(|p| T::usize_as(*p)).collect::<Vec<T>>())
+    }
+    let keys = match key {
+        DataType::Int8 => keys::<i8>(&positions),
+        DataType::Int16 => keys::<i16>(&positions),
+        DataType::Int32 => keys::<i32>(&positions),
+        DataType::UInt8 => keys::<u8>(&positions),
+        DataType::UInt16 => keys::<u16>(&positions),
+        DataType::UInt32 => keys::<u32>(&positions),
+        DataType::Int64 => keys::<i64>(&positions),
+        _ => keys::<u64>(&positions),
+    };
     let values = block_to_array((*dictionary).clone(), value_type)?;
-    let data = ArrayDataBuilder::new(DataType::Dictionary(Box::new(key.clone()), Box::new(value_type.clone())))
+    // Every key, null rows' included, must point into the values; only rows that are all null
+    // may come with no values at all (their keys are then never looked at).
+    let all_null = nulls.as_ref().is_some_and(|nulls| nulls.null_count() == n);
+    ensure!(
+        nulls.as_ref().is_none_or(|nulls| nulls.len() == n)
+            && (n == 0 || max < values.len() || (values.is_empty() && all_null)),
+        corrupt,
+        "dictionary indices point past the {} dictionary values or disagree with the validity",
+        values.len()
+    );
+    let builder = ArrayDataBuilder::new(DataType::Dictionary(Box::new(key.clone()), Box::new(value_type.clone())))
         .len(n)
-        .add_buffer(keys.into())
+        .add_buffer(keys)
         .nulls(nulls)
-        .child_data(vec![values.to_data()])
-        .build()?;
-    Ok(make_array(data))
+        .child_data(vec![values.to_data()]);
+    // SAFETY: the keys buffer holds `n` keys of the key type, each checked above to index the
+    // values (a validated array), and the null buffer, if any, is the block's, of `n` rows.
+    Ok(make_array(unsafe { builder.build_unchecked() }))
+}
+
+/// The values a dictionary block's indices point at, as an array of `data_type` (with `nulls`).
+///
+/// The dictionary is validated once as an Arrow array; strings and binaries are then copied
+/// whole without validating them again, other types gathered with Arrow's `take`.
+///
+/// # Errors
+/// [`Error::Corrupt`] if an index points past the dictionary or the dictionary is invalid.
+pub fn materialize(
+    indices: DataBlock,
+    dictionary: &DataBlock,
+    nulls: Option<NullBuffer>,
+    data_type: &DataType,
+) -> Result<ArrayRef> {
+    let DataBlock::FixedWidth(indices) = indices else { bail!(corrupt, "dictionary indices are not integers") };
+    ensure!(indices.bits_per_value <= 32, corrupt, "dictionary indices of {} bits", indices.bits_per_value);
+    let positions = indices.map_unsigned(|index| index as u32)?;
+    let values = block_to_array(dictionary.clone(), data_type)?;
+    let max = positions.iter().fold(0, |max, p| max.max(*p));
+    ensure!(
+        positions.is_empty() || (max as usize) < values.len(),
+        corrupt,
+        "a dictionary index points past the {} dictionary values",
+        values.len()
+    );
+    match data_type {
+        DataType::Utf8 => gather_bytes(values.as_string::<i32>(), &positions, nulls),
+        DataType::LargeUtf8 => gather_bytes(values.as_string::<i64>(), &positions, nulls),
+        DataType::Binary => gather_bytes(values.as_binary::<i32>(), &positions, nulls),
+        DataType::LargeBinary => gather_bytes(values.as_binary::<i64>(), &positions, nulls),
+        _ => {
+            let taken = arrow_select::take::take(values.as_ref(), &UInt32Array::from(positions), None)?;
+            if nulls.is_none() {
+                return Ok(taken);
+            }
+            Ok(make_array(taken.to_data().into_builder().nulls(nulls).build()?))
+        }
+    }
+}
+
+/// The values of `values` at `positions` (each below its length), copied whole.
+fn gather_bytes<T: ByteArrayType>(
+    values: &GenericByteArray<T>,
+    positions: &[u32],
+    nulls: Option<NullBuffer>,
+) -> Result<ArrayRef> {
+    // Short values are copied as fixed 32-byte chunks (an unaligned load and store or two,
+    // where a call to `memcpy` per value costs more than the copy) into an output with 32
+    // bytes of slack, from the dictionary's data padded with 32 bytes. That copy of the data
+    // is made once per batch, so only for small dictionaries; others are copied exactly.
+    const CHUNK: usize = 32;
+    const PADDED_MAX: usize = 64 * 1024;
+    let spans: Vec<(usize, usize)> =
+        values.value_offsets().windows(2).map(|pair| (pair[0].as_usize(), (pair[1] - pair[0]).as_usize())).collect();
+    let total: usize = positions.iter().map(|p| spans[*p as usize].1).sum();
+    ensure!(
+        T::Offset::from_usize(total).is_some(),
+        invalid,
+        "a batch of this {} column holds more than 2 GiB of data; read it with a smaller batch size",
+        T::DATA_TYPE
+    );
+    let mut out = vec![0u8; total + CHUNK];
+    let mut out_offsets: Vec<T::Offset> = Vec::with_capacity(positions.len() + 1);
+    out_offsets.push(T::Offset::usize_as(0));
+    let mut at = 0;
+    let data = values.value_data();
+    if data.len() <= PADDED_MAX && spans.iter().all(|(_, len)| *len <= CHUNK) {
+        let padded = [data, &[0u8; CHUNK]].concat();
+        out_offsets.extend(positions.iter().map(|p| {
+            let (start, len) = spans[*p as usize];
+            out[at..at + CHUNK].copy_from_slice(&padded[start..start + CHUNK]);
+            at += len;
+            T::Offset::usize_as(at)
+        }));
+    } else {
+        out_offsets.extend(positions.iter().map(|p| {
+            let (start, len) = spans[*p as usize];
+            out[at..at + len].copy_from_slice(&data[start..start + len]);
+            at += len;
+            T::Offset::usize_as(at)
+        }));
+    }
+    out.truncate(total);
+    let offsets = OffsetBuffer::new(ScalarBuffer::from(out_offsets));
+    // SAFETY: every value is a whole value of `values`, an array Arrow validated (UTF-8 for
+    // strings), and the offsets grow by each value's length from 0 to `total`.
+    let array = unsafe { GenericByteArray::<T>::new_unchecked(offsets, Buffer::from_vec(out), nulls) };
+    Ok(Arc::new(array))
 }
 
 /// Dictionary-encodes a block of fixed-width, variable-width values or bits: 32-bit indices
@@ -166,25 +279,18 @@ pub fn hash_encode(block: DataBlock) -> Result<(DataBlock, DataBlock)> {
 /// past the values, which only null rows may have).
 fn key_positions(array: &dyn Array) -> Result<Vec<usize>> {
     let dictionary = array.as_any_dictionary();
-    let keys = dictionary.keys();
-    let size = dictionary.values().len();
-    let data = keys.to_data();
-    let Some(width) = keys.data_type().primitive_width() else { bail!(internal, "dictionary keys are not integers") };
-    let signed = keys.data_type().is_signed_integer();
-    let Some(buffer) = data.buffers().first() else { bail!(internal, "dictionary keys without values") };
-    let bytes = buffer.as_slice();
-    let start = data.offset() * width;
-    let Some(bytes) = bytes.get(start..start + keys.len() * width) else {
-        bail!(internal, "dictionary keys too short")
-    };
-    Ok(bytes
-        .chunks_exact(width)
-        .enumerate()
-        .map(|(i, key)| {
-            let key = read_int(key, signed);
-            if keys.is_valid(i) && key >= 0 && (key as u128) < size as u128 { key as usize } else { 0 }
-        })
-        .collect())
+    // Arrow keeps every valid key inside the values; `normalized_keys` clamps the others (and
+    // needs some values: with none, every row is null).
+    if dictionary.values().is_empty() {
+        return Ok(vec![0; array.len()]);
+    }
+    let mut keys = dictionary.normalized_keys();
+    if let Some(nulls) = array.logical_nulls() {
+        for i in nulls.iter().enumerate().filter(|(_, valid)| !valid).map(|(i, _)| i) {
+            keys[i] = 0;
+        }
+    }
+    Ok(keys)
 }
 
 /// Concatenates dictionary arrays of `data_type` whose dictionaries differ (pieces of pages
@@ -209,15 +315,22 @@ pub fn concat_dictionaries(arrays: &[ArrayRef], data_type: &DataType) -> Result<
     let mut used = vec![false; all_values.len()];
     let mut base = 0usize;
     for array in arrays {
-        let nulls = array.logical_nulls();
-        for (i, position) in key_positions(array.as_ref())?.into_iter().enumerate() {
-            let valid = nulls.as_ref().is_none_or(|n| n.is_valid(i));
-            validity.append(valid);
-            if valid {
-                used[base + position] = true;
+        let positions = key_positions(array.as_ref())?;
+        match array.logical_nulls() {
+            Some(nulls) => {
+                validity.append_buffer(nulls.inner());
+                for (position, valid) in positions.iter().zip(nulls.iter()).filter(|(_, valid)| *valid) {
+                    used[base + position] = valid;
+                }
             }
-            rows.push(base + position);
+            None => {
+                validity.append_n(positions.len(), true);
+                for position in &positions {
+                    used[base + position] = true;
+                }
+            }
         }
+        rows.extend(positions.iter().map(|position| base + position));
         base += array.as_any_dictionary().values().len();
     }
     let used_positions: Vec<usize> = used.iter().enumerate().filter(|(_, u)| **u).map(|(i, _)| i).collect();
@@ -232,12 +345,8 @@ pub fn concat_dictionaries(arrays: &[ArrayRef], data_type: &DataType) -> Result<
         }
         merged
     };
-    let mut indices = MutableBuffer::with_capacity(total * 4);
-    for row in rows {
-        indices.extend_from_slice(&remap.get(row).copied().unwrap_or(0).to_le_bytes());
-    }
-    let indices =
-        DataBlock::FixedWidth(FixedWidthBlock { data: indices.into(), bits_per_value: 32, num_values: total as u64 });
+    let indices = Buffer::from_vec(rows.iter().map(|row| remap.get(*row).copied().unwrap_or(0)).collect::<Vec<u32>>());
+    let indices = DataBlock::FixedWidth(FixedWidthBlock { data: indices, bits_per_value: 32, num_values: total as u64 });
     let validity = validity.finish();
     let nulls = (validity.count_set_bits() < total).then(|| NullBuffer::new(validity));
     array_from_block(

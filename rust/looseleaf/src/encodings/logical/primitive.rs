@@ -18,7 +18,7 @@ use std::sync::Arc;
 use arrow_array::cast::AsArray;
 use arrow_array::types::{BinaryViewType, StringViewType};
 use arrow_array::{
-    Array, ArrayRef, BooleanArray, GenericByteViewArray, NullArray, UInt32Array, make_array, new_null_array,
+    Array, ArrayRef, BooleanArray, GenericByteViewArray, NullArray, make_array, new_null_array,
 };
 use arrow_buffer::{Buffer, MutableBuffer, NullBuffer};
 use arrow_data::ArrayDataBuilder;
@@ -131,7 +131,7 @@ pub fn block_to_array(block: DataBlock, data_type: &DataType) -> Result<ArrayRef
         return super::dictionary::array_from_block(values, nulls, key, value_type);
     }
     if let DataBlock::Dictionary { indices, dictionary } = values {
-        return take_from_dictionary(*indices, &dictionary, nulls, data_type);
+        return super::dictionary::materialize(*indices, &dictionary, nulls, data_type);
     }
     match (data_type, values) {
         (DataType::Boolean, DataBlock::Boolean(bits)) => {
@@ -159,43 +159,6 @@ pub fn block_to_array(block: DataBlock, data_type: &DataType) -> Result<ArrayRef
             bail!(corrupt, "a page of a {data_type} column decodes to an incompatible block ({})", block_kind(&other))
         }
     }
-}
-
-/// Materialises dictionary indices with Arrow's `take` on the (small) dictionary array: the
-/// dictionary is validated once, and the values copied without validating them again.
-fn take_from_dictionary(
-    indices: DataBlock,
-    dictionary: &DataBlock,
-    nulls: Option<NullBuffer>,
-    data_type: &DataType,
-) -> Result<ArrayRef> {
-    let DataBlock::FixedWidth(indices) = indices else { bail!(corrupt, "dictionary indices are not integers") };
-    let width = (indices.bits_per_value / 8) as usize;
-    ensure!(matches!(width, 1 | 2 | 4), corrupt, "dictionary indices of {width} bytes");
-    let positions: UInt32Array = indices
-        .data
-        .as_slice()
-        .chunks_exact(width)
-        .take(indices.num_values as usize)
-        .map(|c| {
-            let mut buf = [0u8; 4];
-            buf[..width].copy_from_slice(c);
-            u32::from_le_bytes(buf)
-        })
-        .collect::<Vec<u32>>()
-        .into();
-    let values = block_to_array(dictionary.clone(), data_type)?;
-    ensure!(
-        positions.values().iter().all(|p| (*p as usize) < values.len()),
-        corrupt,
-        "a dictionary index points past the {} dictionary values",
-        values.len()
-    );
-    let taken = arrow_select::take::take(values.as_ref(), &positions, None)?;
-    if nulls.is_none() {
-        return Ok(taken);
-    }
-    Ok(make_array(taken.to_data().into_builder().nulls(nulls).build()?))
 }
 
 fn block_kind(block: &DataBlock) -> &'static str {

@@ -64,6 +64,9 @@ struct SymbolTable {
     lengths: [u8; 255],
     /// Number of symbols: codes from here to 254 are invalid.
     count: usize,
+    /// The bytes each code decodes to: the symbol's length, 0 for codes without a symbol (and
+    /// for the escape code, which callers handle apart).
+    decoded_lengths: [u8; 256],
 }
 
 impl SymbolTable {
@@ -87,7 +90,9 @@ impl SymbolTable {
             symbol.copy_from_slice(&bytes[at..at + 8]);
             symbols[i] = Symbol::from_slice(&symbol);
         }
-        Ok(Self { symbols, lengths, count })
+        let mut decoded_lengths = [0u8; 256];
+        decoded_lengths[..count].copy_from_slice(&lengths[..count]);
+        Ok(Self { symbols, lengths, count, decoded_lengths })
     }
 }
 
@@ -116,25 +121,37 @@ impl PageDecoder for FsstDecoder {
         // batch in one call safe); then one call decompresses them all.
         let mut out_offsets: Vec<u64> = Vec::with_capacity(offsets.len());
         let mut total = 0u64;
+        let mut invalid_code = false;
         out_offsets.push(0);
         for pair in offsets.windows(2) {
             let (start, end) = (pair[0] as usize, pair[1] as usize);
             ensure!(start <= end && end <= data.len(), corrupt, "FSST code offsets decrease or point past the codes");
-            let mut i = start;
-            while i < end {
-                let code = data[i];
-                if code == ESCAPE {
-                    total += 1;
-                    i += 2;
-                } else {
-                    ensure!((code as usize) < self.table.count, corrupt, "FSST code {code} has no symbol");
-                    total += self.table.lengths[code as usize] as u64;
-                    i += 1;
+            let codes = &data[start..end];
+            if !codes.contains(&ESCAPE) {
+                // The common case, without a branch per code: invalid codes have length 0.
+                for code in codes {
+                    let length = self.table.decoded_lengths[*code as usize];
+                    invalid_code |= length == 0;
+                    total += length as u64;
                 }
+            } else {
+                let mut i = 0;
+                while i < codes.len() {
+                    if codes[i] == ESCAPE {
+                        total += 1;
+                        i += 2;
+                    } else {
+                        let length = self.table.decoded_lengths[codes[i] as usize];
+                        invalid_code |= length == 0;
+                        total += length as u64;
+                        i += 1;
+                    }
+                }
+                ensure!(i == codes.len(), corrupt, "FSST codes end with an escape");
             }
-            ensure!(i == end, corrupt, "FSST codes end with an escape");
             out_offsets.push(total);
         }
+        ensure!(!invalid_code, corrupt, "an FSST code has no symbol in the page's {} symbols", self.table.count);
         let all_codes = &data[first as usize..last as usize];
         let decompressor = Decompressor::new(&self.table.symbols, &self.table.lengths);
         // Each code yields at most 8 bytes; 8 more leave room for the decompressor's wide writes.
