@@ -405,7 +405,10 @@ impl FixedWidthBlock {
         let n = self.num_values as usize;
         let width = (self.bits_per_value / 8) as usize;
         let Some(bytes) = self.data.as_slice().get(..n.saturating_mul(width)) else {
-            return Err(crate::Error::corrupt("", format!("{n} indices of {width} bytes in a {} byte buffer", self.data.len())));
+            return Err(crate::Error::corrupt(
+                "",
+                format!("{n} indices of {width} bytes in a {} byte buffer", self.data.len()),
+            ));
         };
         // One loop per width, so that each compiles to a widening copy.
         Ok(match width {
@@ -459,13 +462,20 @@ impl VariableWidthBlock {
         let offsets = self.offsets_u64()?;
         let data = self.data.as_slice();
         ensure!(
-            offsets.windows(2).all(|pair| pair[0] <= pair[1]) && offsets.last().is_none_or(|end| *end as usize <= data.len()),
+            offsets.windows(2).all(|pair| pair[0] <= pair[1])
+                && offsets.last().is_none_or(|end| *end as usize <= data.len()),
             corrupt,
             "dictionary string offsets out of range"
         );
         let total: u64 = positions.iter().map(|p| offsets[p + 1] - offsets[*p]).sum();
         let mut out = MutableBuffer::with_capacity(total as usize);
-        fn copy<O: arrow_buffer::ArrowNativeType>(offsets: &[u64], data: &[u8], positions: &[usize], out: &mut MutableBuffer, offset: impl Fn(usize) -> O) -> Buffer {
+        fn copy<O: arrow_buffer::ArrowNativeType>(
+            offsets: &[u64],
+            data: &[u8],
+            positions: &[usize],
+            out: &mut MutableBuffer,
+            offset: impl Fn(usize) -> O,
+        ) -> Buffer {
             let mut out_offsets = Vec::with_capacity(positions.len() + 1);
             out_offsets.push(offset(0));
             for p in positions {

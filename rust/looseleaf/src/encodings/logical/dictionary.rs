@@ -24,11 +24,7 @@ pub fn dictionary_to_block(array: &dyn Array) -> Result<DataBlock> {
     let size = dictionary.values().len();
     // `key_positions` keeps keys inside the values; null rows store 0.
     ensure!(keys.iter().all(|key| *key < size.max(1)), internal, "dictionary key out of its {size} values");
-    ensure!(
-        size <= u32::MAX as usize,
-        unsupported,
-        "dictionaries of more than 2^32 values"
-    );
+    ensure!(size <= u32::MAX as usize, unsupported, "dictionaries of more than 2^32 values");
     let indices = Buffer::from_vec(keys.iter().map(|key| *key as u32).collect::<Vec<u32>>());
     let values = match array_to_block(dictionary.values().as_ref())? {
         // Rows pointing at null dictionary values are null rows (their validity says so);
@@ -178,25 +174,24 @@ fn gather_bytes<T: ByteArrayType>(
         T::DATA_TYPE
     );
     let mut out = vec![0u8; total + CHUNK];
-    let mut out_offsets: Vec<T::Offset> = Vec::with_capacity(positions.len() + 1);
-    out_offsets.push(T::Offset::usize_as(0));
+    let mut out_offsets = vec![T::Offset::usize_as(0); positions.len() + 1];
     let mut at = 0;
     let data = values.value_data();
     if data.len() <= PADDED_MAX && spans.iter().all(|(_, len)| *len <= CHUNK) {
         let padded = [data, &[0u8; CHUNK]].concat();
-        out_offsets.extend(positions.iter().map(|p| {
+        for (p, offset) in positions.iter().zip(&mut out_offsets[1..]) {
             let (start, len) = spans[*p as usize];
             out[at..at + CHUNK].copy_from_slice(&padded[start..start + CHUNK]);
             at += len;
-            T::Offset::usize_as(at)
-        }));
+            *offset = T::Offset::usize_as(at);
+        }
     } else {
-        out_offsets.extend(positions.iter().map(|p| {
+        for (p, offset) in positions.iter().zip(&mut out_offsets[1..]) {
             let (start, len) = spans[*p as usize];
             out[at..at + len].copy_from_slice(&data[start..start + len]);
             at += len;
-            T::Offset::usize_as(at)
-        }));
+            *offset = T::Offset::usize_as(at);
+        }
     }
     out.truncate(total);
     let offsets = OffsetBuffer::new(ScalarBuffer::from(out_offsets));
@@ -346,7 +341,8 @@ pub fn concat_dictionaries(arrays: &[ArrayRef], data_type: &DataType) -> Result<
         merged
     };
     let indices = Buffer::from_vec(rows.iter().map(|row| remap.get(*row).copied().unwrap_or(0)).collect::<Vec<u32>>());
-    let indices = DataBlock::FixedWidth(FixedWidthBlock { data: indices, bits_per_value: 32, num_values: total as u64 });
+    let indices =
+        DataBlock::FixedWidth(FixedWidthBlock { data: indices, bits_per_value: 32, num_values: total as u64 });
     let validity = validity.finish();
     let nulls = (validity.count_set_bits() < total).then(|| NullBuffer::new(validity));
     array_from_block(
@@ -355,4 +351,59 @@ pub fn concat_dictionaries(arrays: &[ArrayRef], data_type: &DataType) -> Result<
         key,
         value_type,
     )
+}
+
+#[cfg(test)]
+mod tests {
+    use arrow_array::{StringArray, UInt32Array};
+
+    use super::*;
+
+    /// `materialize` against Arrow's `take`, for dictionaries on both copy paths: short values
+    /// copied as chunks and long ones (or a large dictionary) copied exactly.
+    fn check(dictionary: Vec<String>, positions: Vec<u32>) {
+        let values = StringArray::from(dictionary);
+        let expected = arrow_select::take::take(&values, &UInt32Array::from(positions.clone()), None).unwrap();
+        let indices = DataBlock::FixedWidth(FixedWidthBlock {
+            data: Buffer::from_vec(positions.clone()),
+            bits_per_value: 32,
+            num_values: positions.len() as u64,
+        });
+        let dictionary = array_to_block(&values).unwrap();
+        let got = materialize(indices, &dictionary, None, &DataType::Utf8).unwrap();
+        assert_eq!(got.as_ref(), expected.as_ref());
+    }
+
+    #[test]
+    fn materialized_dictionaries_match_take() {
+        let positions: Vec<u32> = (0..5000u32).map(|i| (i * 7919) % 5).collect();
+        check(["", "a", "bc", "exactly thirty-two bytes long..!", "x"].map(String::from).to_vec(), positions.clone());
+        check(
+            ["short", "a value well past the thirty-two byte chunk", "", "é", "z"].map(String::from).to_vec(),
+            positions,
+        );
+        // More than 64 KiB of dictionary data: read in place, last values copied exactly.
+        let large: Vec<String> = (0..5000).map(|i| format!("value number {i:>8}")).collect();
+        check(large, (0..20_000u32).map(|i| (i * 7919) % 5000).chain([4999, 0, 4999]).collect());
+    }
+
+    #[test]
+    fn indices_past_the_dictionary_are_corrupt() {
+        let indices = DataBlock::FixedWidth(FixedWidthBlock {
+            data: Buffer::from_vec(vec![0u32, 3]),
+            bits_per_value: 32,
+            num_values: 2,
+        });
+        let dictionary = array_to_block(&StringArray::from(vec!["a", "b", "c"])).unwrap();
+        let error = materialize(indices.clone(), &dictionary, None, &DataType::Utf8).unwrap_err();
+        assert!(error.to_string().contains("past the 3 dictionary values"), "{error}");
+        let error = array_from_block(
+            DataBlock::Dictionary { indices: Box::new(indices), dictionary: Arc::new(dictionary) },
+            None,
+            &DataType::Int8,
+            &DataType::Utf8,
+        )
+        .unwrap_err();
+        assert!(error.to_string().contains("past the 3 dictionary values"), "{error}");
+    }
 }

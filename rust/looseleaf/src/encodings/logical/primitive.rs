@@ -17,9 +17,7 @@ use std::sync::Arc;
 
 use arrow_array::cast::AsArray;
 use arrow_array::types::{BinaryViewType, StringViewType};
-use arrow_array::{
-    Array, ArrayRef, BooleanArray, GenericByteViewArray, NullArray, make_array, new_null_array,
-};
+use arrow_array::{Array, ArrayRef, BooleanArray, GenericByteViewArray, NullArray, make_array, new_null_array};
 use arrow_buffer::{Buffer, MutableBuffer, NullBuffer};
 use arrow_data::ArrayDataBuilder;
 use arrow_schema::DataType;

@@ -24,6 +24,8 @@ use crate::format::proto::{BufferLocation, FsstEncoding};
 use crate::io::PageIo;
 
 const ESCAPE: u8 = 255;
+/// The length of codes without a symbol in [`SymbolTable::code_lengths`] (symbols have 1 to 8).
+const NO_SYMBOL: u8 = u8::MAX;
 
 /// Schedules the symbol table and the codes of some rows.
 #[derive(Debug)]
@@ -64,9 +66,9 @@ struct SymbolTable {
     lengths: [u8; 255],
     /// Number of symbols: codes from here to 254 are invalid.
     count: usize,
-    /// The bytes each code decodes to: the symbol's length, 0 for codes without a symbol (and
-    /// for the escape code, which callers handle apart).
-    decoded_lengths: [u8; 256],
+    /// The bytes each code decodes to: the symbol's length, [`NO_SYMBOL`] for codes without
+    /// a symbol, 1 for the escape code (whose literal callers count apart).
+    code_lengths: [u8; 256],
 }
 
 impl SymbolTable {
@@ -90,9 +92,49 @@ impl SymbolTable {
             symbol.copy_from_slice(&bytes[at..at + 8]);
             symbols[i] = Symbol::from_slice(&symbol);
         }
-        let mut decoded_lengths = [0u8; 256];
-        decoded_lengths[..count].copy_from_slice(&lengths[..count]);
-        Ok(Self { symbols, lengths, count, decoded_lengths })
+        let mut code_lengths = [NO_SYMBOL; 256];
+        code_lengths[..count].copy_from_slice(&lengths[..count]);
+        code_lengths[ESCAPE as usize] = 1;
+        Ok(Self { symbols, lengths, count, code_lengths })
+    }
+}
+
+impl SymbolTable {
+    /// Where each value of `codes[offsets[0]..]` starts in the decompressed data, and where the
+    /// last ends; checks every code and that no value ends inside an escape (the escape code
+    /// then a literal byte), which makes decompressing all values in one call safe.
+    ///
+    /// Branch-free over the codes (a branch per value, where its codes end, would cost more
+    /// than the work): each code's length from a table, the rare escapes patched, a prefix
+    /// sum read at the value boundaries.
+    fn decoded_offsets(&self, offsets: &[u64], data: &[u8]) -> Result<Vec<u64>> {
+        let (Some(&first), Some(&last)) = (offsets.first(), offsets.last()) else {
+            bail!(corrupt, "FSST codes without offsets")
+        };
+        let codes = &data[first as usize..last as usize];
+        let mut lengths: Vec<u8> = codes.iter().map(|code| self.code_lengths[*code as usize]).collect();
+        let mut at = 0;
+        while let Some(found) = memchr::memchr(ESCAPE, &codes[at..]) {
+            let escape = at + found;
+            // The first value boundary after the escape must come after its literal too.
+            let boundary = offsets.partition_point(|offset| offset - first <= escape as u64);
+            let end = offsets.get(boundary).map_or(codes.len(), |offset| (offset - first) as usize);
+            ensure!(escape + 1 < end, corrupt, "FSST codes end with an escape");
+            lengths[escape] = 1;
+            lengths[escape + 1] = 0;
+            at = escape + 2;
+        }
+        let mut invalid_code = false;
+        let mut total = 0u64;
+        let mut ends = Vec::with_capacity(codes.len() + 1);
+        ends.push(0);
+        ends.extend(lengths.iter().map(|length| {
+            invalid_code |= *length == NO_SYMBOL;
+            total += *length as u64;
+            total
+        }));
+        ensure!(!invalid_code, corrupt, "an FSST code has no symbol in the page's {} symbols", self.count);
+        Ok(offsets.iter().map(|offset| ends[(offset - first) as usize]).collect())
     }
 }
 
@@ -116,43 +158,10 @@ impl PageDecoder for FsstDecoder {
             bail!(corrupt, "FSST codes without offsets")
         };
         ensure!(first <= last && last as usize <= data.len(), corrupt, "FSST code offsets out of range");
-        // One pass over the codes gives each value's decompressed length (and checks that no
-        // value ends in the middle of an escape, which makes decompressing all values of the
-        // batch in one call safe); then one call decompresses them all.
-        let mut out_offsets: Vec<u64> = Vec::with_capacity(offsets.len());
-        let mut total = 0u64;
-        let mut invalid_code = false;
-        out_offsets.push(0);
-        for pair in offsets.windows(2) {
-            let (start, end) = (pair[0] as usize, pair[1] as usize);
-            ensure!(start <= end && end <= data.len(), corrupt, "FSST code offsets decrease or point past the codes");
-            let codes = &data[start..end];
-            if !codes.contains(&ESCAPE) {
-                // The common case, without a branch per code: invalid codes have length 0.
-                for code in codes {
-                    let length = self.table.decoded_lengths[*code as usize];
-                    invalid_code |= length == 0;
-                    total += length as u64;
-                }
-            } else {
-                let mut i = 0;
-                while i < codes.len() {
-                    if codes[i] == ESCAPE {
-                        total += 1;
-                        i += 2;
-                    } else {
-                        let length = self.table.decoded_lengths[codes[i] as usize];
-                        invalid_code |= length == 0;
-                        total += length as u64;
-                        i += 1;
-                    }
-                }
-                ensure!(i == codes.len(), corrupt, "FSST codes end with an escape");
-            }
-            out_offsets.push(total);
-        }
-        ensure!(!invalid_code, corrupt, "an FSST code has no symbol in the page's {} symbols", self.table.count);
+        ensure!(offsets.windows(2).all(|pair| pair[0] <= pair[1]), corrupt, "FSST code offsets decrease");
         let all_codes = &data[first as usize..last as usize];
+        let out_offsets = self.table.decoded_offsets(&offsets, data)?;
+        let total = out_offsets.last().copied().unwrap_or(0);
         let decompressor = Decompressor::new(&self.table.symbols, &self.table.lengths);
         // Each code yields at most 8 bytes; 8 more leave room for the decompressor's wide writes.
         let mut out: Vec<u8> = Vec::with_capacity(all_codes.len() * 8 + 8);
