@@ -16,9 +16,18 @@ use pyo3::prelude::*;
 #[global_allocator]
 static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
+/// mimalloc's `mi_option_arena_eager_commit` (4 in `mimalloc.h`, which `libmimalloc-sys` does
+/// not name). Committing arenas only as they are used keeps the resident memory of a streaming
+/// scan near what it holds live (the lineitem slow-consumer scan peaked at 207 MiB with eager
+/// commit, 117 MiB without, 109 MiB with glibc), at no cost in scan time measured here.
+const ARENA_EAGER_COMMIT: libmimalloc_sys::mi_option_t = 4;
+
 /// The native module behind the `looseleaf` package.
 #[pymodule]
 fn _looseleaf(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    // SAFETY: sets a process-wide mimalloc option; mimalloc allows it at any time and applies it
+    // to arenas reserved from then on.
+    unsafe { libmimalloc_sys::mi_option_set(ARENA_EAGER_COMMIT, 0) };
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     m.add_class::<reader::PyFileReader>()?;
     m.add_class::<writer::PyFileWriter>()?;
