@@ -245,3 +245,29 @@ def test_cli_demo_inspect_convert(tmp_path, table):
     )
     assert failed.returncode != 0
     assert "missing.leaf" in failed.stderr
+
+
+@pytest.mark.parametrize(("batch_size", "key"), [(100, pa.int8()), (None, pa.int16()), (40_000, pa.int32())])
+def test_dictionary_columns_keep_the_dictionary_with_narrow_keys(tmp_path, batch_size, key) -> None:
+    modes = [
+        "AIR",
+        "MAIL",
+        "RAIL",
+        "SHIP",
+        "TRUCK",
+        None,
+        "REG AIR",
+        "FOB",
+        "a value longer than 32 bytes, copied exactly",
+    ]
+    column = pa.array([modes[(i * 7) % len(modes)] for i in range(50_000)], pa.string())
+    table = pa.table({"mode": column, "n": pa.array(range(50_000))})
+    path = tmp_path / "modes.leaf"
+    looseleaf.write_table(table, path)
+    reader = looseleaf.open(path)
+    as_dictionary = reader.to_table(dictionary_columns=["mode"], batch_size=batch_size)
+    assert as_dictionary.schema.field("mode").type == pa.dictionary(key, pa.string())
+    assert as_dictionary.column("mode").cast(pa.string()).combine_chunks().equals(column)
+    assert reader.to_table(columns=["mode"]).column("mode").combine_chunks().equals(column)
+    # Eight distinct strings: the dictionary form holds far fewer bytes than the strings.
+    assert as_dictionary.column("mode").nbytes * 2 < column.nbytes

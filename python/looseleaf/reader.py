@@ -123,10 +123,12 @@ class FileReader:
     ) -> pa.RecordBatchReader:
         """Streams every row (of ``columns``, in that order) as batches of ``batch_size`` rows.
 
-        Memory stays bounded by the I/O buffer plus the batches being decoded, whatever the
-        file size. Columns named in ``dictionary_columns`` come back as dictionary arrays
-        (dictionary-encoded pages without materialising their values); columns written from
-        dictionary arrays always do."""
+        Memory stays bounded by the I/O buffer, the page each column is decoding and the
+        batches being decoded, whatever the file size. Columns named in ``dictionary_columns``
+        come back as dictionary arrays (dictionary-encoded pages without materialising their
+        values), with the narrowest keys (int8, int16 or int32) that index both the largest
+        dictionary of the column's pages and a batch of distinct values; columns written from
+        dictionary arrays always do, with their own keys."""
         return pa.RecordBatchReader.from_stream(
             self.stream(
                 columns,

@@ -437,10 +437,12 @@ impl ReadBuilder {
         Self { columns: Some(columns), ..self }
     }
 
-    /// Returns these top-level columns (of flat types) as `DictionaryArray`s with `Int32` keys:
-    /// dictionary-encoded pages keep their dictionary without materialising the values, other
-    /// pages are dictionary-encoded as they are read. Columns written from dictionary arrays are
-    /// returned as dictionaries anyway.
+    /// Returns these top-level columns (of flat types) as `DictionaryArray`s: dictionary-encoded
+    /// pages keep their dictionary without materialising the values, other pages are
+    /// dictionary-encoded as they are read. The keys are the narrowest of `Int8`, `Int16` and
+    /// `Int32` that can index both the largest dictionary among the column's pages and a whole
+    /// batch of distinct values, so they are known before the read. Columns written from
+    /// dictionary arrays are returned as dictionaries anyway, with the keys they were written with.
     pub fn with_dictionary_columns(self, columns: Vec<String>) -> Self {
         Self { dictionary_columns: columns, ..self }
     }
@@ -493,7 +495,18 @@ impl ReadBuilder {
             let mut found = false;
             for tree in fields.iter_mut().filter(|t| t.field.name() == name) {
                 found = true;
-                tree.field = as_dictionary(&tree.field)?;
+                // A batch's dictionary is one page's dictionary, or the values its rows use
+                // (pages merged or plain pages encoded as read): never more values than the
+                // larger of the two.
+                let pages = file.load_columns(&tree.columns()).await?;
+                let largest = pages
+                    .values()
+                    .flat_map(|column| &column.pages)
+                    .map(|page| crate::encodings::physical::largest_dictionary(page.encoding.as_ref()))
+                    .max()
+                    .unwrap_or(0);
+                let batch_rows = self.batch_size.map_or(DEFAULT_BATCH_SIZE as u64, |rows| rows as u64);
+                tree.field = as_dictionary(&tree.field, largest.max(batch_rows))?;
             }
             ensure!(found, invalid, "dictionary column {name:?} is not among the columns read");
         }
@@ -559,8 +572,16 @@ impl ReadBuilder {
     }
 }
 
-/// `field` with its flat type read as a dictionary of `Int32` keys.
-fn as_dictionary(field: &arrow_schema::FieldRef) -> Result<arrow_schema::FieldRef> {
+/// `field` with its flat type read as a dictionary with the narrowest signed keys (the Arrow
+/// convention) that index `max_values` values.
+fn as_dictionary(field: &arrow_schema::FieldRef, max_values: u64) -> Result<arrow_schema::FieldRef> {
+    let key = if max_values <= i8::MAX as u64 + 1 {
+        DataType::Int8
+    } else if max_values <= i16::MAX as u64 + 1 {
+        DataType::Int16
+    } else {
+        DataType::Int32
+    };
     let data_type = field.data_type();
     let dictionary = match data_type {
         DataType::Dictionary(..) => return Ok(field.clone()),
@@ -568,7 +589,7 @@ fn as_dictionary(field: &arrow_schema::FieldRef) -> Result<arrow_schema::FieldRe
             if crate::format::schema::Layout::of(value).ok() == Some(crate::format::schema::Layout::Leaf)
                 && !matches!(value, DataType::FixedSizeList(..) | DataType::Null) =>
         {
-            DataType::Dictionary(Box::new(DataType::Int32), Box::new(value.clone()))
+            DataType::Dictionary(Box::new(key), Box::new(value.clone()))
         }
         other => bail!(invalid, "column {:?} of type {other} cannot be read as a dictionary", field.name()),
     };

@@ -182,6 +182,22 @@ fn push(buffers: &mut Vec<Buffer>, buffer: Buffer) -> u32 {
     (buffers.len() - 1) as u32
 }
 
+/// The number of values of the largest dictionary in an encoding tree (0 without one).
+pub fn largest_dictionary(encoding: Option<&proto::Encoding>) -> u64 {
+    match encoding.and_then(|e| e.kind.as_ref()) {
+        Some(Kind::Dictionary(d)) => d
+            .dictionary_size
+            .max(largest_dictionary(d.indices.as_deref()))
+            .max(largest_dictionary(d.dictionary.as_deref())),
+        Some(Kind::Nullable(n)) => largest_dictionary(n.values.as_deref()),
+        Some(Kind::Binary(b)) => largest_dictionary(b.offsets.as_deref()),
+        Some(Kind::FixedSizeList(f)) => largest_dictionary(f.values.as_deref()),
+        Some(Kind::Rle(r)) => largest_dictionary(r.values.as_deref()),
+        Some(Kind::Fsst(f)) => largest_dictionary(f.codes.as_deref()),
+        _ => 0,
+    }
+}
+
 /// A short description of an encoding tree, such as `nullable(plain(32))`, for inspection.
 pub fn describe(encoding: Option<&proto::Encoding>) -> String {
     match encoding.and_then(|e| e.kind.as_ref()) {
