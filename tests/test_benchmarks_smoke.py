@@ -6,12 +6,9 @@ from __future__ import annotations
 import importlib.util
 import json
 import math
-import shutil
 import subprocess
 import sys
 from pathlib import Path
-
-import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
 SCRIPT = ROOT / "benches" / "compare.py"
@@ -34,7 +31,6 @@ def _number(value: object) -> bool:
     return isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value)
 
 
-@pytest.mark.skipif(shutil.which("tpchgen-cli") is None, reason="tpchgen-cli is not installed")
 def test_quick_run_reports_every_measure(tmp_path: Path) -> None:
     out = tmp_path / "results"
     command = [sys.executable, str(SCRIPT), "--quick", "--out", str(out), "--data", str(tmp_path / "data")]

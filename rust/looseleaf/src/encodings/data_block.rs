@@ -429,11 +429,11 @@ impl FixedWidthBlock {
         let n = self.num_values as usize;
         let data = self.data.as_slice();
         ensure!(data.len() >= n * w, corrupt, "dictionary values buffer too short");
+        // A copy of a constant width per value, rather than a `memcpy` call of `w` bytes.
         fn pick<const W: usize>(data: &[u8], positions: &[usize]) -> Buffer {
-            let values: Vec<[u8; W]> = data.chunks_exact(W).map(|c| c.try_into().unwrap_or([0; W])).collect();
             let mut out = MutableBuffer::from_len_zeroed(positions.len() * W);
             for (slot, p) in out.as_slice_mut().chunks_exact_mut(W).zip(positions) {
-                slot.copy_from_slice(&values[*p]);
+                slot.copy_from_slice(&data[p * W..(p + 1) * W]);
             }
             out.into()
         }
