@@ -68,7 +68,7 @@ fn main() {
     });
     drop((source, destination));
 
-    let scan = |batch_size: Option<usize>| {
+    let scan = |batch_size: Option<std::num::NonZeroUsize>| {
         runtime.block_on(async {
             let reader = FileReader::open_path(&path).await.unwrap();
             let mut read = reader.read().with_columns(vec!["embedding".into()]);
@@ -87,7 +87,7 @@ fn main() {
     scan(None); // warm the page cache
     println!("embeddings: {rows} rows x fixed_size_list<float32, {DIM}> = {:.0} MB", data_bytes as f64 / 1e6);
     println!("  memcpy                 {:>7.2} GB/s", gbps(data_bytes, memcpy));
-    for batch_size in [None, Some(1024), Some(8192)] {
+    for batch_size in [None, std::num::NonZeroUsize::new(1024), std::num::NonZeroUsize::new(8192)] {
         let (time, bytes) = best_of(5, || scan(batch_size));
         let label = batch_size.map_or("default".to_string(), |b| b.to_string());
         println!(

@@ -22,7 +22,7 @@ use futures::future::BoxFuture;
 use looseleaf::io::{
     CoalesceOptions, EncodingsIo, IoOptions, IoRequest, IoScheduler, Priority, RangeReader, RequestKind,
 };
-use looseleaf::{EncodingKind, EncodingPolicy, FileReader, FileWriter, WriterOptions};
+use looseleaf::{ByteCount, EncodingKind, EncodingPolicy, FileReader, FileWriter, WriterOptions};
 
 const ROWS: usize = 1_000_000;
 
@@ -177,8 +177,11 @@ impl RangeReader for MemoryReader {
 #[divan::bench]
 fn io_scheduler_10000_requests(bencher: Bencher) {
     let reader: Arc<dyn RangeReader> = Arc::new(MemoryReader(Bytes::from(vec![7u8; 64 << 20])));
-    let options =
-        IoOptions { io_depth: 8, buffer_bytes: 256 * 1024, coalesce: CoalesceOptions { gap: 0, max_read: 1 << 20 } };
+    let options = IoOptions {
+        depth: std::num::NonZeroUsize::MIN.saturating_add(7),
+        buffer: ByteCount(256 * 1024),
+        coalesce: CoalesceOptions { gap: ByteCount(0), max_read: ByteCount(1 << 20) },
+    };
     bencher.counter(ItemsCount::new(10_000usize)).bench(|| {
         RUNTIME.block_on(async {
             let scheduler = IoScheduler::new(reader.clone(), options);

@@ -26,7 +26,7 @@ from pyspark.sql import types as T
 import looseleaf
 import looseleaf.spark as ls
 from looseleaf.spark._dataset import FileInfo, PartitionOptions, list_files, plan_partitions
-from looseleaf.spark._filters import ColumnPredicate, FilterPlan, PageStatistics, may_match, to_predicate
+from looseleaf.spark._filters import ColumnPredicate, FilterPlan, to_predicate
 from strategies import nested_tables, random_nested_array, random_nested_type
 
 
@@ -306,14 +306,6 @@ def test_filters_become_predicates_but_are_all_returned():
     assert plan.push(filters) == filters  # nothing claimed: Spark evaluates every filter
     assert [p.path for p in plan.predicates] == ["id", "meta.score", "id", "x"]
     assert to_predicate(filters[1]) == ColumnPredicate(("meta", "score"), "==", 1.5)
-    # The page test that statistics will feed: conservative, exact on bounds.
-    stats = PageStatistics(null_count=0, num_values=10, min=10, max=20)
-    assert may_match(ColumnPredicate(("id",), ">", 19), stats)
-    assert not may_match(ColumnPredicate(("id",), ">", 20), stats)
-    assert not may_match(ColumnPredicate(("id",), "in", (1, 21)), stats)
-    assert not may_match(ColumnPredicate(("id",), "is_null"), stats)
-    assert may_match(ColumnPredicate(("id",), "<", "a"), stats)  # values that do not compare
-    assert may_match(ColumnPredicate(("id",), "<", 0), None)
 
 
 def test_options_are_checked(tmp_path):

@@ -8,7 +8,7 @@ engine without copies, through the Arrow PyCapsule interface.
 
 from __future__ import annotations
 
-from ._looseleaf import __version__
+from ._looseleaf import DEFAULT_BATCH_SIZE, DEFAULT_PAGE_SIZE, __version__
 from .exceptions import (
     CorruptFileError,
     InvalidArgumentError,
@@ -18,8 +18,8 @@ from .exceptions import (
     SchemaMismatchError,
     UnsupportedError,
 )
-from .reader import DEFAULT_BATCH_SIZE, FileReader, open
-from .writer import DEFAULT_PAGE_SIZE, FileWriter, write_table
+from .reader import FileReader, ReadOptions, open
+from .writer import FileWriter, write_table
 
 __all__ = [
     "DEFAULT_BATCH_SIZE",
@@ -31,6 +31,7 @@ __all__ = [
     "LooseleafError",
     "LooseleafIOError",
     "NotFoundError",
+    "ReadOptions",
     "SchemaMismatchError",
     "UnsupportedError",
     "__version__",

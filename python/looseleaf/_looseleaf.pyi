@@ -1,10 +1,13 @@
 """Type stubs of the native module. The public API is in ``looseleaf.reader`` and
 ``looseleaf.writer``; these classes are what they wrap."""
 
+from collections.abc import Sequence
 from os import PathLike
 from typing import Any
 
 __version__: str
+DEFAULT_BATCH_SIZE: int
+DEFAULT_PAGE_SIZE: int
 
 class ArrowSchema:
     """A schema exported through the Arrow PyCapsule interface."""
@@ -28,16 +31,11 @@ class Batches:
     def __arrow_c_stream__(self, requested_schema: object | None = None) -> object: ...
 
 class FileReader:
-    """An open looseleaf file."""
+    """An open looseleaf file. Every read takes the read options by name (``batch_size``,
+    ``io_depth``, ``io_buffer_bytes``, ``dictionary_columns``, ``decode_parallelism``)."""
 
     @staticmethod
-    def open(
-        path: str | PathLike[str],
-        *,
-        batch_size: int | None = None,
-        io_depth: int | None = None,
-        io_buffer_bytes: int | None = None,
-    ) -> FileReader: ...
+    def open(path: str | PathLike[str], **options: Any) -> FileReader: ...
     @property
     def schema(self) -> ArrowSchema: ...
     @property
@@ -47,36 +45,40 @@ class FileReader:
     @property
     def location(self) -> str: ...
     @property
-    def options(self) -> dict[str, int]: ...
+    def options(self) -> dict[str, Any]: ...
     def metadata(self) -> dict[str, Any]: ...
     def scan(
         self,
-        columns: list[str] | None = None,
+        columns: Sequence[str] | None = None,
         start: int | None = None,
         num_rows: int | None = None,
-        batch_size: int | None = None,
-        io_depth: int | None = None,
-        io_buffer_bytes: int | None = None,
-        dictionary_columns: list[str] | None = None,
+        **options: Any,
     ) -> ReadStream: ...
     def read_table(
         self,
-        columns: list[str] | None = None,
+        columns: Sequence[str] | None = None,
         start: int | None = None,
         num_rows: int | None = None,
-        batch_size: int | None = None,
-        io_depth: int | None = None,
-        io_buffer_bytes: int | None = None,
-        dictionary_columns: list[str] | None = None,
+        **options: Any,
     ) -> Batches: ...
-    def take(self, indices: object, columns: list[str] | None = None) -> Batches: ...
+    def take(self, indices: object, columns: Sequence[str] | None = None, **options: Any) -> Batches: ...
     def plan(
         self,
-        columns: list[str] | None = None,
+        columns: Sequence[str] | None = None,
         start: int | None = None,
         num_rows: int | None = None,
         indices: object | None = None,
+        **options: Any,
     ) -> dict[str, Any]: ...
+
+def read_options(**options: Any) -> dict[str, Any]:
+    """Checks read options given by name; returns the ones set, normalised."""
+
+def parse_size(text: str) -> int:
+    """A size in bytes from text such as ``134217728``, ``128m`` or ``64 MiB``."""
+
+def parse_location(text: str) -> tuple[str, str]:
+    """``(scheme, path)`` of a location: ``("file", local path)`` or ``("memory", name)``."""
 
 class FileWriter:
     """Writes record batches to a looseleaf file; nothing is visible until ``finish``."""

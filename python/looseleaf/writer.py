@@ -9,11 +9,7 @@ from typing import Any
 import pyarrow as pa
 
 from . import _looseleaf
-from ._args import count_arg
 from .exceptions import InvalidArgumentError
-
-#: Target encoded size of a page unless told otherwise (8 MiB).
-DEFAULT_PAGE_SIZE = 8 * 1024 * 1024
 
 PathLike = str | os.PathLike[str]
 
@@ -55,7 +51,7 @@ class FileWriter:
         self._native = _looseleaf.FileWriter(
             path,
             schema,
-            page_size=count_arg("page_size", page_size, minimum=1),
+            page_size=page_size,
             compression=compression,
             compression_level=compression_level,
             encodings=_encodings_arg(encodings),

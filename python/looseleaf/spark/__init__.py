@@ -33,7 +33,7 @@ from ._datasource import (
     ReadPlan,
 )
 from ._datasource import plan_read as _plan_read
-from ._filters import ColumnPredicate, PageStatistics
+from ._filters import ColumnPredicate
 from ._map_in_arrow import (
     RANGE_SCHEMA,
     WRITE_RESULT_SCHEMA,
@@ -114,7 +114,6 @@ __all__ = [
     "LooseleafFilteringDataSource",
     "LooseleafReader",
     "LooseleafWriter",
-    "PageStatistics",
     "PartitionOptions",
     "ReadPlan",
     "arrow_to_spark_schema",

@@ -26,11 +26,11 @@ from collections.abc import Callable, Iterable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import TypeVar
-from urllib.parse import unquote, urlparse
 
 import pyarrow as pa
 
-from ..exceptions import InvalidArgumentError, LooseleafError, NotFoundError
+from .. import _looseleaf
+from ..exceptions import InvalidArgumentError, LooseleafError, NotFoundError, UnsupportedError
 from ..reader import FileReader
 from ..reader import open as open_file
 
@@ -84,21 +84,20 @@ def is_hidden(name: str) -> bool:
 
 
 def local_path(path: str) -> str:
-    """A local path from a path or ``file://`` URI; other schemes are refused (Spark tasks run
-    in other processes, so ``memory://`` cannot work either)."""
+    """A local path from a path or ``file://`` URI (parsed by the engine); other schemes are
+    refused (Spark tasks run in other processes, so ``memory://`` cannot work either)."""
     if not isinstance(path, str) or not path:
         raise InvalidArgumentError(f"a looseleaf dataset path must be a non-empty string, got {path!r}")
-    if "://" in path or path.startswith("file:"):
-        url = urlparse(path)
-        if url.scheme != "file":
-            raise InvalidArgumentError(
-                f"{path}: the Spark data source reads and writes local (or shared, mounted) paths and "
-                f"file:// URIs only, not {url.scheme}://"
-            )
-        if url.netloc not in ("", "localhost"):
-            raise InvalidArgumentError(f"{path}: file:// URIs must name a local path")
-        path = unquote(url.path)
-    return os.path.abspath(os.path.expanduser(path))
+    try:
+        scheme, parsed = _looseleaf.parse_location(path)
+    except UnsupportedError as e:
+        raise InvalidArgumentError(
+            f"{path}: the Spark data source reads and writes local (or shared, mounted) paths and "
+            f"file:// URIs only ({e})"
+        ) from None
+    if scheme != "file":
+        raise InvalidArgumentError(f"{path}: Spark tasks run in other processes and cannot read {scheme}://")
+    return os.path.abspath(os.path.expanduser(parsed))
 
 
 def _has_magic(path: str) -> bool:

@@ -135,8 +135,8 @@ class LooseleafReader(DataSourceReader):
 
     def partitions(self) -> list[InputPartition]:
         plan = plan_read(self.options, self.schema)
-        # Where page statistics are used, the ranges no predicate of self.filters can match
-        # are dropped here (see _filters.may_match).
+        # Ranges no predicate of self.filters can match are to be dropped here, once the
+        # engine evaluates predicates against its statistics (it does not yet).
         return [LooseleafPartition(tuple(ranges)) for ranges in plan.partitions]
 
     def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
@@ -148,12 +148,7 @@ class LooseleafReader(DataSourceReader):
         for r in getattr(partition, "ranges", None) or ():
             reader = readers.get(r.path)
             if reader is None:
-                reader = readers[r.path] = open_file(
-                    r.path,
-                    batch_size=self.options.batch_size,
-                    io_depth=self.options.io_depth,
-                    io_buffer_bytes=self.options.io_buffer_bytes,
-                )
+                reader = readers[r.path] = open_file(r.path, **self.options.engine)
             for batch in reader.read_range(r.start, r.count, self.columns):
                 yield cast_batch(batch, target, source=r.path)
 

@@ -16,10 +16,12 @@ from __future__ import annotations
 import os
 import uuid
 from collections.abc import Callable, Iterator, Sequence
+from typing import Any
 
 import pyarrow as pa
 from pyspark.sql.types import LongType, StringType, StructField, StructType
 
+from .. import _looseleaf
 from ..exceptions import InvalidArgumentError
 from ..reader import FileReader
 from ..reader import open as open_file
@@ -74,8 +76,7 @@ def _read_options(path: str, columns: str | Sequence[str] | None, options: dict)
 def read_ranges(
     schema: StructType,
     columns: str | Sequence[str] | None = None,
-    *,
-    batch_size: int | None = None,
+    **options: Any,
 ) -> ArrowMapFunction:
     """A ``mapInArrow`` function reading the rows its input names.
 
@@ -83,7 +84,8 @@ def read_ranges(
     each row yields the batches of rows ``start .. start + count`` of ``path``, cast to
     ``schema`` (the schema given to ``mapInArrow``; :func:`schema_of` gives it). ``columns``
     (default: the top-level fields of ``schema``) is the looseleaf projection, nested paths
-    allowed.
+    allowed; ``options`` are the engine's read options (``batch_size``, ``io_depth``,
+    ``io_buffer_bytes``, as :func:`looseleaf.open` takes them).
 
     >>> ranges = spark.createDataFrame(list_ranges(path), RANGE_SCHEMA)  # doctest: +SKIP
     >>> ranges.mapInArrow(read_ranges(schema_of(path)), schema_of(path))  # doctest: +SKIP
@@ -93,6 +95,8 @@ def read_ranges(
             f"read_ranges needs a pyspark StructType schema, got {type(schema).__name__}"
         )
     projection = parse_columns(columns) or schema.fieldNames()
+    # Checked here, on the driver, rather than in the first task.
+    engine = _looseleaf.read_options(**options)
 
     def read(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         from pyspark.sql.pandas.types import to_arrow_schema
@@ -107,7 +111,7 @@ def read_ranges(
                 local = local_path(path)
                 reader = readers.get(local)
                 if reader is None:
-                    reader = readers[local] = open_file(local, batch_size=batch_size)
+                    reader = readers[local] = open_file(local, **engine)
                 for out in reader.read_range(start, count, projection):
                     yield cast_batch(out, target, source=local)
 

@@ -7,10 +7,11 @@ pickles to the executors with the reader and the writer.
 from __future__ import annotations
 
 import json
-import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from typing import Any
 
+from .. import _looseleaf
 from ..exceptions import InvalidArgumentError
 from ._dataset import DEFAULT_OPEN_COST_BYTES, DEFAULT_TARGET_BYTES, PartitionOptions, parse_columns
 
@@ -30,16 +31,6 @@ READ_OPTIONS = {
 WRITE_OPTIONS = {"path": "path", "pagesize": "pageSize", "compression": "compression"}
 KNOWN_OPTIONS = {**READ_OPTIONS, **WRITE_OPTIONS}
 
-_UNITS = {
-    "": 1,
-    "b": 1,
-    "k": 1 << 10,
-    "kb": 1 << 10,
-    "m": 1 << 20,
-    "mb": 1 << 20,
-    "g": 1 << 30,
-    "gb": 1 << 30,
-}
 _COMPRESSIONS = ("none", "lz4", "zstd")
 
 
@@ -52,15 +43,17 @@ def _lower(options: Mapping[str, str]) -> dict[str, str]:
     return out
 
 
+#: Spark options that are the engine's read options, by their lower-case Spark name.
+ENGINE_READ_OPTIONS = {"batchsize": "batch_size", "iodepth": "io_depth", "iobufferbytes": "io_buffer_bytes"}
+
+
 def parse_bytes(name: str, value: str | int) -> int:
-    """A byte count: ``134217728``, ``128m``, ``128MB``, ``1g`` (binary units)."""
-    match = re.fullmatch(r"\s*(\d+)\s*([a-zA-Z]*)\s*", str(value))
-    unit = match.group(2).lower() if match else None
-    if match is None or unit not in _UNITS:
-        raise InvalidArgumentError(
-            f"option {name} must be a byte count such as 134217728 or 128m, got {value!r}"
-        )
-    number = int(match.group(1)) * _UNITS[unit]
+    """A byte count: ``134217728``, ``128m``, ``128MB``, ``1g`` (binary units, parsed by the
+    engine)."""
+    try:
+        number = _looseleaf.parse_size(str(value))
+    except InvalidArgumentError as e:
+        raise InvalidArgumentError(f"option {name}: {e}") from None
     if number < 1:
         raise InvalidArgumentError(f"option {name} must be at least 1, got {value!r}")
     return number
@@ -111,9 +104,9 @@ class ReadOptions:
     columns: list[str] | None = None
     partitioning: PartitionOptions = field(default_factory=PartitionOptions)
     recursive: bool = False
-    batch_size: int | None = None
-    io_depth: int | None = None
-    io_buffer_bytes: int | None = None
+    #: The engine's read options (``batch_size``, ``io_depth``, ``io_buffer_bytes``), checked by
+    #: the engine and passed to every file it opens.
+    engine: dict[str, Any] = field(default_factory=dict)
 
     @classmethod
     def parse(cls, options: Mapping[str, str], defaults: Mapping[str, str] | None = None) -> ReadOptions:
@@ -130,11 +123,9 @@ class ReadOptions:
             columns=parse_columns(o.get("columns")),
             partitioning=partitioning,
             recursive=parse_bool("recursiveFileLookup", o.get("recursivefilelookup", "false")),
-            batch_size=parse_int("batchSize", o["batchsize"]) if "batchsize" in o else None,
-            io_depth=parse_int("ioDepth", o["iodepth"]) if "iodepth" in o else None,
-            io_buffer_bytes=parse_bytes("ioBufferBytes", o["iobufferbytes"])
-            if "iobufferbytes" in o
-            else None,
+            engine=_looseleaf.read_options(
+                **{engine: o[spark] for spark, engine in ENGINE_READ_OPTIONS.items() if spark in o}
+            ),
         )
 
 

@@ -138,7 +138,7 @@ pub struct PyReadStream {
     schema: SchemaRef,
     reader: Mutex<Option<BlockingReader>>,
     stats: Box<dyn Fn() -> IoStats + Send + Sync>,
-    metrics: Arc<looseleaf::decoder::ReadMetrics>,
+    metrics: Arc<looseleaf::read::metrics::ReadMetrics>,
 }
 
 impl PyReadStream {

@@ -30,8 +30,8 @@ pub fn to_py_err(error: Error) -> PyErr {
             Error::Io { source, .. } if is_not_found(source.as_ref()) => "NotFoundError",
             Error::Io { .. } => "LooseleafIOError",
             Error::Corrupt { .. } => "CorruptFileError",
-            Error::Unsupported(_) => "UnsupportedError",
-            Error::InvalidArgument(_) => "InvalidArgumentError",
+            Error::Unsupported { .. } => "UnsupportedError",
+            Error::InvalidArgument { .. } => "InvalidArgumentError",
             Error::Schema(_) => "SchemaMismatchError",
             _ => "LooseleafError",
         };
@@ -55,7 +55,8 @@ impl<T> IntoPyResult<T> for looseleaf::Result<T> {
     }
 }
 
-/// A Python `ValueError`-derived `InvalidArgumentError` with `message`.
+/// A Python `ValueError`-derived `InvalidArgumentError` with `message`, for arguments the
+/// bindings cannot even translate (a string where a list of names is expected, say).
 pub fn invalid_argument(message: impl Into<String>) -> PyErr {
-    to_py_err(Error::InvalidArgument(message.into()))
+    to_py_err(Error::invalid_argument(message))
 }

@@ -2,9 +2,9 @@
 
 mod arrow;
 mod errors;
+mod options;
 mod reader;
 mod runtime;
-mod store;
 mod writer;
 
 use pyo3::prelude::*;
@@ -29,10 +29,16 @@ fn _looseleaf(m: &Bound<'_, PyModule>) -> PyResult<()> {
     // to arenas reserved from then on.
     unsafe { libmimalloc_sys::mi_option_set(ARENA_EAGER_COMMIT, 0) };
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
+    // The core owns the defaults; Python shows them, never copies them.
+    m.add("DEFAULT_BATCH_SIZE", looseleaf::DEFAULT_BATCH_SIZE.get())?;
+    m.add("DEFAULT_PAGE_SIZE", looseleaf::DEFAULT_PAGE_SIZE)?;
     m.add_class::<reader::PyFileReader>()?;
     m.add_class::<writer::PyFileWriter>()?;
     m.add_class::<arrow::PyReadStream>()?;
     m.add_class::<arrow::PyBatches>()?;
     m.add_class::<arrow::PyArrowSchema>()?;
+    m.add_function(wrap_pyfunction!(options::check_read_options, m)?)?;
+    m.add_function(wrap_pyfunction!(options::parse_size, m)?)?;
+    m.add_function(wrap_pyfunction!(options::parse_location, m)?)?;
     Ok(())
 }

@@ -1,122 +1,202 @@
 //! `FileReader`: an open file, its metadata, and its reads.
-
-use std::collections::HashMap;
+//!
+//! Every read method takes the same keywords, the read options of the core
+//! ([`looseleaf::ReadOptions`]), which [`read_options`] passes to the core by name: the core
+//! checks them, so every front end reports a bad value the same way.
 
 use arrow_array::Array;
 use arrow_array::cast::AsArray;
-use arrow_array::types::Int64Type;
+use arrow_array::types::{
+    Int8Type, Int16Type, Int32Type, Int64Type, UInt8Type, UInt16Type, UInt32Type, UInt64Type,
+};
 use arrow_schema::DataType;
 use futures::StreamExt;
-use looseleaf::format::schema::FieldColumns;
 use looseleaf::io::{IoPlan, RequestKind};
-use looseleaf::{FileReader, IoOptions, IoStats, ReadBuilder, RowSelection, StatValue};
+use looseleaf::read::selection::row_numbers;
+use looseleaf::{FileReader, IoStats, Location, OptionValue, ReadBuilder, ReadOptions, StatValue};
+use pyo3::buffer::PyBuffer;
 use pyo3::prelude::*;
-use pyo3::types::{PyDict, PyList};
+use pyo3::types::{PyBool, PyDict, PyList, PyString};
+use std::collections::HashMap;
 
 use crate::arrow::{PyArrowSchema, PyBatches, PyReadStream, batch_stream};
 use crate::errors::{IntoPyResult, invalid_argument};
 use crate::runtime::{runtime, wait};
-use crate::store::Location;
+
+/// Read options given by name (Python keywords), as the core's [`ReadOptions`]. `None` values
+/// are left unset.
+pub fn read_options(options: Option<&Bound<'_, PyDict>>) -> PyResult<ReadOptions> {
+    let mut out = ReadOptions::default();
+    for (name, value) in options.into_iter().flatten() {
+        if value.is_none() {
+            continue;
+        }
+        let name: String = name.extract()?;
+        out.set(&name, option_value(&value)?).py_err()?;
+    }
+    Ok(out)
+}
+
+/// A Python value as an [`OptionValue`]; the core decides whether it suits the option.
+fn option_value(value: &Bound<'_, PyAny>) -> PyResult<OptionValue> {
+    if let Ok(flag) = value.cast::<PyBool>() {
+        return Ok(OptionValue::Bool(flag.is_true()));
+    }
+    if let Ok(text) = value.cast::<PyString>() {
+        return Ok(OptionValue::Text(text.to_str()?.to_string()));
+    }
+    if let Ok(number) = value.extract::<i128>() {
+        return Ok(OptionValue::Int(number));
+    }
+    if let Ok(names) = value.extract::<Vec<String>>() {
+        return Ok(OptionValue::List(names));
+    }
+    Ok(OptionValue::Text(value.repr()?.to_str()?.to_string()))
+}
+
+/// A list of column names given as `argument`.
+fn names(argument: &str, value: Option<&Bound<'_, PyAny>>) -> PyResult<Option<Vec<String>>> {
+    let Some(value) = value.filter(|v| !v.is_none()) else { return Ok(None) };
+    if value.is_instance_of::<PyString>() {
+        return Err(invalid_argument(format!("{argument} must be a list of column names, not a string")));
+    }
+    value
+        .extract::<Vec<String>>()
+        .map(Some)
+        .map_err(|_| invalid_argument(format!("{argument} must be a list of column names, got {}", describe(value))))
+}
+
+fn describe(value: &Bound<'_, PyAny>) -> String {
+    value.repr().map(|r| r.to_string()).unwrap_or_else(|_| "an unprintable value".into())
+}
+
+/// Row indices from a Python object: an Arrow integer array (`__arrow_c_array__`), an object
+/// with the buffer protocol (a numpy array, `array.array`), or a sequence of integers. Nothing
+/// here imports another Python module.
+fn indices_from(obj: &Bound<'_, PyAny>) -> PyResult<Vec<u64>> {
+    if obj.hasattr("__arrow_c_array__")? {
+        return arrow_indices(&crate::arrow::import_array(obj)?);
+    }
+    if let Some(values) = buffer_indices(obj)? {
+        return Ok(values);
+    }
+    if obj.is_instance_of::<PyString>() {
+        return Err(invalid_argument("indices must be integers, not a string"));
+    }
+    let values: Vec<i64> = obj
+        .extract()
+        .map_err(|_| invalid_argument(format!("indices must be a sequence of integers, got {}", describe(obj))))?;
+    row_numbers("indices", values).py_err()
+}
+
+/// Indices from a buffer of integers of any width, or `None` if `obj` has no buffer of them.
+fn buffer_indices(obj: &Bound<'_, PyAny>) -> PyResult<Option<Vec<u64>>> {
+    macro_rules! try_buffer {
+        ($($t:ty),*) => {$(
+            if let Ok(buffer) = PyBuffer::<$t>::get(obj) {
+                let values = buffer.to_vec(obj.py())?;
+                return row_numbers("indices", values).py_err().map(Some);
+            }
+        )*};
+    }
+    try_buffer!(i64, i32, u64, u32, i16, u16, i8, u8);
+    Ok(None)
+}
+
+/// Indices from an Arrow array of any integer type.
+fn arrow_indices(array: &arrow_array::ArrayRef) -> PyResult<Vec<u64>> {
+    if array.null_count() > 0 {
+        return Err(invalid_argument("indices cannot be null"));
+    }
+    macro_rules! values {
+        ($t:ty) => {
+            row_numbers("indices", array.as_primitive::<$t>().values().iter().copied()).py_err()
+        };
+    }
+    match array.data_type() {
+        DataType::Int8 => values!(Int8Type),
+        DataType::Int16 => values!(Int16Type),
+        DataType::Int32 => values!(Int32Type),
+        DataType::Int64 => values!(Int64Type),
+        DataType::UInt8 => values!(UInt8Type),
+        DataType::UInt16 => values!(UInt16Type),
+        DataType::UInt32 => values!(UInt32Type),
+        DataType::UInt64 => values!(UInt64Type),
+        DataType::Null => Ok(Vec::new()),
+        other => Err(invalid_argument(format!("indices must be integers, got an array of {other}"))),
+    }
+}
 
 /// An open looseleaf file.
 #[pyclass(name = "FileReader", module = "looseleaf._looseleaf", frozen)]
 pub struct PyFileReader {
     file: FileReader,
-    io: IoOptions,
-    /// Rows per batch unless a read says otherwise; `None` for the core's default rule.
-    batch_size: Option<usize>,
 }
 
 impl PyFileReader {
-    fn io_options(&self, io_depth: Option<usize>, io_buffer_bytes: Option<u64>) -> PyResult<IoOptions> {
-        if io_depth == Some(0) {
-            return Err(invalid_argument("io_depth must be at least 1"));
-        }
-        if io_buffer_bytes == Some(0) {
-            return Err(invalid_argument("io_buffer_bytes must be at least 1"));
-        }
-        Ok(IoOptions {
-            io_depth: io_depth.unwrap_or(self.io.io_depth),
-            buffer_bytes: io_buffer_bytes.unwrap_or(self.io.buffer_bytes),
-            ..self.io
-        })
-    }
-
-    fn builder(
+    /// A read of `columns`, rows `start..start + num_rows` (to the end without `num_rows`) or
+    /// `indices`, with `options` over the reader's.
+    fn read(
         &self,
-        columns: Option<Vec<String>>,
-        start: Option<u64>,
-        num_rows: Option<u64>,
-        indices: Option<&[u64]>,
+        columns: Option<&Bound<'_, PyAny>>,
+        rows: Rows,
+        options: Option<&Bound<'_, PyDict>>,
     ) -> PyResult<ReadBuilder> {
-        let mut read = self.file.read();
-        if let Some(columns) = columns {
+        let mut read = self.file.read().with_options(read_options(options)?);
+        if let Some(columns) = names("columns", columns)? {
             read = read.with_columns(columns);
         }
-        if let Some(indices) = indices {
-            let mut sorted = indices.to_vec();
-            sorted.sort_unstable();
-            read = read.with_selection(RowSelection::from_sorted_indices(&sorted));
-        } else if start.is_some() || num_rows.is_some() {
-            let start = start.unwrap_or(0);
-            let end = match num_rows {
-                Some(n) => start.checked_add(n).ok_or_else(|| invalid_argument("start + num_rows overflows"))?,
-                None => self.file.num_rows().max(start),
-            };
-            read = read.with_row_range(start..end);
-        }
-        Ok(read)
+        Ok(match rows {
+            Rows::All => read,
+            Rows::Indices(indices) => read.with_indices(indices),
+            Rows::Range { start, num_rows } => {
+                let start = row_numbers("start", start).py_err()?.first().copied().unwrap_or(0);
+                let end = match num_rows {
+                    Some(n) => {
+                        let n = row_numbers("num_rows", [n]).py_err()?.first().copied().unwrap_or(0);
+                        start.checked_add(n).ok_or_else(|| invalid_argument("start + num_rows overflows"))?
+                    }
+                    None => self.file.num_rows().max(start),
+                };
+                read.with_row_range(start..end)
+            }
+        })
     }
 }
 
-/// Reads row indices given as a pyarrow integer array.
-fn indices_from(obj: &Bound<'_, PyAny>) -> PyResult<Vec<u64>> {
-    let array = crate::arrow::import_array(obj)?;
-    let ints = arrow_cast_to_i64(&array)?;
-    ints.values()
-        .iter()
-        .zip(0..)
-        .map(|(v, i)| {
-            if ints.is_null(i) {
-                return Err(invalid_argument("row indices cannot be null"));
-            }
-            u64::try_from(*v).map_err(|_| invalid_argument(format!("row index {v} is negative")))
-        })
-        .collect()
+/// The rows a Python read names.
+enum Rows {
+    All,
+    Range { start: Option<i64>, num_rows: Option<i64> },
+    Indices(Vec<u64>),
 }
 
-fn arrow_cast_to_i64(array: &arrow_array::ArrayRef) -> PyResult<arrow_array::PrimitiveArray<Int64Type>> {
-    match array.data_type() {
-        DataType::Int64 => Ok(array.as_primitive::<Int64Type>().clone()),
-        other => Err(invalid_argument(format!("row indices must be int64, got {other}"))),
+impl Rows {
+    fn of(start: Option<i64>, num_rows: Option<i64>, indices: Option<&Bound<'_, PyAny>>) -> PyResult<Self> {
+        if let Some(indices) = indices.filter(|i| !i.is_none()) {
+            if start.is_some() || num_rows.is_some() {
+                return Err(invalid_argument("give indices or start/num_rows, not both"));
+            }
+            return Ok(Self::Indices(indices_from(indices)?));
+        }
+        Ok(match (start, num_rows) {
+            (None, None) => Self::All,
+            (start, num_rows) => Self::Range { start, num_rows },
+        })
     }
 }
 
 #[pymethods]
 impl PyFileReader {
-    /// Opens a file.
+    /// Opens a file; the options become the defaults of its reads.
     #[staticmethod]
-    #[pyo3(signature = (path, *, batch_size = None, io_depth = None, io_buffer_bytes = None))]
-    fn open(
-        py: Python<'_>,
-        path: &Bound<'_, PyAny>,
-        batch_size: Option<usize>,
-        io_depth: Option<usize>,
-        io_buffer_bytes: Option<u64>,
-    ) -> PyResult<Self> {
-        let (location, display) = Location::parse(path)?;
-        let reader = location.reader(&display)?;
-        let file = wait(py, FileReader::open(reader))?.py_err()?;
-        let io = file.io_defaults();
-        let mut this = Self { file, io, batch_size: None };
-        this.io = this.io_options(io_depth, io_buffer_bytes)?;
-        if let Some(batch_size) = batch_size {
-            if batch_size == 0 {
-                return Err(invalid_argument("batch_size must be at least 1"));
-            }
-            this.batch_size = Some(batch_size);
-        }
-        Ok(this)
+    #[pyo3(signature = (path, **options))]
+    fn open(py: Python<'_>, path: &Bound<'_, PyAny>, options: Option<&Bound<'_, PyDict>>) -> PyResult<Self> {
+        let text: String = py.import("os")?.call_method1("fspath", (path,))?.extract()?;
+        let options = read_options(options)?;
+        let location = Location::parse(&text).py_err()?;
+        let file = wait(py, async move { location.open(&text).await })?.py_err()?;
+        Ok(Self { file: file.with_options(options) })
     }
 
     #[getter]
@@ -139,15 +219,19 @@ impl PyFileReader {
         self.file.location().to_string()
     }
 
-    /// The reader's default batch size and I/O settings.
+    /// The reader's read options, with the storage's I/O defaults filled in.
     #[getter]
     fn options<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
+        let options = self.file.options();
+        let io = options.io_options(self.file.io_defaults());
         let out = PyDict::new(py);
-        out.set_item("batch_size", self.batch_size)?;
-        out.set_item("default_batch_size", looseleaf::DEFAULT_BATCH_SIZE)?;
-        out.set_item("default_batch_bytes", looseleaf::DEFAULT_BATCH_BYTES)?;
-        out.set_item("io_depth", self.io.io_depth)?;
-        out.set_item("io_buffer_bytes", self.io.buffer_bytes)?;
+        out.set_item("batch_size", options.batch_size.map(|n| n.get()))?;
+        out.set_item("default_batch_size", looseleaf::DEFAULT_BATCH_SIZE.get())?;
+        out.set_item("default_batch_bytes", looseleaf::DEFAULT_BATCH_BYTES.get())?;
+        out.set_item("io_depth", io.depth.get())?;
+        out.set_item("io_buffer_bytes", io.buffer.get())?;
+        out.set_item("dictionary_columns", options.dictionary_columns.clone())?;
+        out.set_item("decode_parallelism", options.decode_parallelism.map(|n| n.get()))?;
         Ok(out)
     }
 
@@ -190,58 +274,32 @@ impl PyFileReader {
     }
 
     /// Starts a read; the result exports its batches through `__arrow_c_stream__`.
-    #[pyo3(signature = (columns = None, start = None, num_rows = None, batch_size = None, io_depth = None, io_buffer_bytes = None, dictionary_columns = None))]
-    #[allow(clippy::too_many_arguments)]
+    #[pyo3(signature = (columns = None, start = None, num_rows = None, **options))]
     fn scan(
         &self,
         py: Python<'_>,
-        columns: Option<Vec<String>>,
-        start: Option<u64>,
-        num_rows: Option<u64>,
-        batch_size: Option<usize>,
-        io_depth: Option<usize>,
-        io_buffer_bytes: Option<u64>,
-        dictionary_columns: Option<Vec<String>>,
+        columns: Option<&Bound<'_, PyAny>>,
+        start: Option<i64>,
+        num_rows: Option<i64>,
+        options: Option<&Bound<'_, PyDict>>,
     ) -> PyResult<PyReadStream> {
-        if batch_size == Some(0) {
-            return Err(invalid_argument("batch_size must be at least 1"));
-        }
-        let mut read = self
-            .builder(columns, start, num_rows, None)?
-            .with_io_options(self.io_options(io_depth, io_buffer_bytes)?)
-            .with_dictionary_columns(dictionary_columns.unwrap_or_default());
-        if let Some(batch_size) = batch_size.or(self.batch_size) {
-            read = read.with_batch_size(batch_size);
-        }
+        let read = self.read(columns, Rows::of(start, num_rows, None)?, options)?;
         let stream = wait(py, read.stream())?.py_err()?;
         Ok(PyReadStream::new(stream, runtime()?))
     }
 
     /// Reads to the end and returns all batches (errors raise looseleaf's exceptions, which a
     /// stream consumed by pyarrow cannot do).
-    #[pyo3(signature = (columns = None, start = None, num_rows = None, batch_size = None, io_depth = None, io_buffer_bytes = None, dictionary_columns = None))]
-    #[allow(clippy::too_many_arguments)]
+    #[pyo3(signature = (columns = None, start = None, num_rows = None, **options))]
     fn read_table(
         &self,
         py: Python<'_>,
-        columns: Option<Vec<String>>,
-        start: Option<u64>,
-        num_rows: Option<u64>,
-        batch_size: Option<usize>,
-        io_depth: Option<usize>,
-        io_buffer_bytes: Option<u64>,
-        dictionary_columns: Option<Vec<String>>,
+        columns: Option<&Bound<'_, PyAny>>,
+        start: Option<i64>,
+        num_rows: Option<i64>,
+        options: Option<&Bound<'_, PyDict>>,
     ) -> PyResult<PyBatches> {
-        if batch_size == Some(0) {
-            return Err(invalid_argument("batch_size must be at least 1"));
-        }
-        let mut read = self
-            .builder(columns, start, num_rows, None)?
-            .with_io_options(self.io_options(io_depth, io_buffer_bytes)?)
-            .with_dictionary_columns(dictionary_columns.unwrap_or_default());
-        if let Some(batch_size) = batch_size.or(self.batch_size) {
-            read = read.with_batch_size(batch_size);
-        }
+        let read = self.read(columns, Rows::of(start, num_rows, None)?, options)?;
         let (schema, batches) = wait(py, async move {
             let mut stream = read.stream().await?;
             let schema = stream.schema().clone();
@@ -255,57 +313,36 @@ impl PyFileReader {
         Ok(PyBatches::new(schema, batches))
     }
 
-    /// The rows at `indices` (an int64 Arrow array), in that order.
-    #[pyo3(signature = (indices, columns = None))]
-    fn take(&self, py: Python<'_>, indices: &Bound<'_, PyAny>, columns: Option<Vec<String>>) -> PyResult<PyBatches> {
+    /// The rows at `indices`, in that order.
+    #[pyo3(signature = (indices, columns = None, **options))]
+    fn take(
+        &self,
+        py: Python<'_>,
+        indices: &Bound<'_, PyAny>,
+        columns: Option<&Bound<'_, PyAny>>,
+        options: Option<&Bound<'_, PyDict>>,
+    ) -> PyResult<PyBatches> {
         let indices = indices_from(indices)?;
-        let file = self.file.clone();
-        let batch = wait(py, async move { file.take(&indices, columns.as_deref()).await })?.py_err()?;
+        let read = self.read(columns, Rows::All, options)?;
+        let batch = wait(py, async move { read.take(&indices).await })?.py_err()?;
         Ok(batch_stream(batch))
     }
 
     /// The I/O a read would make, without making it.
-    #[pyo3(signature = (columns = None, start = None, num_rows = None, indices = None))]
+    #[pyo3(signature = (columns = None, start = None, num_rows = None, indices = None, **options))]
     fn plan<'py>(
         &self,
         py: Python<'py>,
-        columns: Option<Vec<String>>,
-        start: Option<u64>,
-        num_rows: Option<u64>,
-        indices: Option<Bound<'py, PyAny>>,
+        columns: Option<&Bound<'py, PyAny>>,
+        start: Option<i64>,
+        num_rows: Option<i64>,
+        indices: Option<&Bound<'py, PyAny>>,
+        options: Option<&Bound<'py, PyDict>>,
     ) -> PyResult<Bound<'py, PyDict>> {
-        let indices = indices.map(|i| indices_from(&i)).transpose()?;
-        if let Some(indices) = &indices
-            && let Some(bad) = indices.iter().find(|i| **i >= self.file.num_rows())
-        {
-            return Err(invalid_argument(format!(
-                "row index {bad} is out of range for a file of {} rows",
-                self.file.num_rows()
-            )));
-        }
-        let read = self.builder(columns, start, num_rows, indices.as_deref())?.with_io_options(self.io);
+        let read = self.read(columns, Rows::of(start, num_rows, indices)?, options)?;
         let plan = wait(py, read.plan())?.py_err()?;
-        plan_dict(py, &plan, &column_paths(self.file.field_columns()))
+        plan_dict(py, &plan, &self.file.column_paths())
     }
-}
-
-/// Dotted field path of every column.
-fn column_paths(fields: &[FieldColumns]) -> HashMap<u32, String> {
-    fn walk(tree: &FieldColumns, prefix: &str, out: &mut HashMap<u32, String>) {
-        let path =
-            if prefix.is_empty() { tree.field.name().clone() } else { format!("{prefix}.{}", tree.field.name()) };
-        if let Some(column) = tree.column {
-            out.insert(column, path.clone());
-        }
-        for child in &tree.children {
-            walk(child, &path, out);
-        }
-    }
-    let mut out = HashMap::new();
-    for tree in fields {
-        walk(tree, "", &mut out);
-    }
-    out
 }
 
 fn plan_dict<'py>(py: Python<'py>, plan: &IoPlan, paths: &HashMap<u32, String>) -> PyResult<Bound<'py, PyDict>> {
@@ -366,5 +403,6 @@ pub fn io_stats_dict<'py>(py: Python<'py>, stats: &IoStats) -> PyResult<Bound<'p
     out.set_item("bytes_read", stats.bytes_read)?;
     out.set_item("peak_reserved_bytes", stats.peak_reserved_bytes)?;
     out.set_item("bypassed_reads", stats.bypassed_reads)?;
+    out.set_item("urgent_reads", stats.urgent_reads)?;
     Ok(out)
 }

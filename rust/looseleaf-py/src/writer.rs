@@ -4,14 +4,13 @@ use std::sync::Mutex;
 
 use std::collections::HashMap;
 
-use looseleaf::{Compression, EncodingKind, EncodingPolicy, FileWriter, WriterOptions};
+use looseleaf::{Compression, EncodingKind, EncodingPolicy, FileWriter, Location, WriterOptions};
 use pyo3::prelude::*;
 use pyo3::types::PyDict;
 
 use crate::arrow::{PyArrowSchema, import_batch, import_schema, import_stream};
 use crate::errors::{IntoPyResult, invalid_argument};
 use crate::runtime::{runtime, wait};
-use crate::store::Location;
 
 /// An encoding policy from Python: the forced encoding, if any, and the forbidden ones.
 type PolicySpec = (Option<String>, Vec<String>);
@@ -55,20 +54,22 @@ impl PyFileWriter {
         py: Python<'_>,
         path: &Bound<'_, PyAny>,
         schema: &Bound<'_, PyAny>,
-        page_size: Option<u64>,
+        page_size: Option<i128>,
         compression: Option<String>,
         compression_level: Option<i32>,
         encodings: Option<HashMap<String, PolicySpec>>,
         statistics: bool,
     ) -> PyResult<Self> {
-        let (location, display) = Location::parse(path)?;
+        let display: String = py.import("os")?.call_method1("fspath", (path,))?.extract()?;
+        let location = Location::parse(&display).py_err()?;
         let schema = import_schema(schema)?;
         let mut options = WriterOptions::default().with_statistics(statistics);
         if let Some(page_size) = page_size {
-            if page_size == 0 {
-                return Err(invalid_argument("page_size must be at least 1 byte"));
-            }
-            options = options.with_page_size(page_size);
+            let bytes = u64::try_from(page_size)
+                .ok()
+                .filter(|b| *b > 0)
+                .ok_or_else(|| invalid_argument(format!("page_size must be at least 1 byte, got {page_size}")))?;
+            options = options.with_page_size(bytes);
         }
         let codec = match compression.as_deref() {
             None | Some("none") => Compression::None,

@@ -2,9 +2,14 @@
 //!
 //! Every failure a caller may want to tell apart has its own variant: storage failures keep the
 //! storage error as their `source()`, a corrupt or unfinished file says where it found the
-//! problem, and bad arguments say which argument. Errors are cheap to clone (sources are shared)
-//! because one failed read may have to be reported to several waiting decoders.
+//! problem (the file, and the byte offset where known), and bad arguments say which argument.
+//! Errors found deep inside an encoding know what is wrong but not which file they were reading:
+//! they are built without a location, and [`Error::with_location`] adds it where the file is
+//! known (the reader's entry points do so for every error they return). Errors are cheap to
+//! clone (sources are shared) because one failed read may have to be reported to several
+//! waiting decoders.
 
+use std::fmt;
 use std::sync::Arc;
 
 /// Result alias used throughout the crate.
@@ -14,46 +19,58 @@ pub type Result<T, E = Error> = std::result::Result<T, E>;
 pub type SourceError = Arc<dyn std::error::Error + Send + Sync + 'static>;
 
 /// Errors reported by looseleaf.
-#[derive(Debug, Clone, thiserror::Error)]
+///
+/// The `Display` form names the file (when known) and the problem, followed by the source
+/// error's own message, so that one line says everything; [`std::error::Error::source`] gives
+/// the source itself.
+#[derive(Debug, Clone)]
 #[non_exhaustive]
 pub enum Error {
     /// The storage layer failed (file missing, permission denied, network error...).
-    #[error("I/O error on {location}: {source}")]
     Io {
         /// The file or object the failed operation was about.
         location: String,
         /// The storage error.
-        #[source]
         source: SourceError,
     },
 
     /// The file is not a valid looseleaf file, or was damaged or truncated.
-    #[error("corrupt file {location}: {message}")]
     Corrupt {
-        /// The file.
-        location: String,
-        /// What is wrong, with the byte offset where known.
+        /// The file, once known (see [`Error::with_location`]).
+        location: Option<String>,
+        /// The byte offset of the damaged structure in the file, where known.
+        offset: Option<u64>,
+        /// What is wrong.
         message: String,
+        /// The error that revealed the damage (Arrow rejecting decoded data, say), if any.
+        source: Option<SourceError>,
     },
 
     /// The file (or the data given to the writer) uses a feature this build does not support.
-    #[error("unsupported: {0}")]
-    Unsupported(String),
+    Unsupported {
+        /// The file, once known.
+        location: Option<String>,
+        /// What is not supported.
+        message: String,
+    },
 
     /// A caller passed an argument that cannot be honoured (out-of-range row, unknown column...).
-    #[error("invalid argument: {0}")]
-    InvalidArgument(String),
+    /// The message names the argument.
+    InvalidArgument {
+        /// The file the argument was about, once known.
+        location: Option<String>,
+        /// What is wrong, naming the argument.
+        message: String,
+    },
 
     /// Data given to the writer does not match its schema.
-    #[error("schema mismatch: {0}")]
     Schema(String),
 
-    /// Arrow rejected the data it was asked to build.
-    #[error("arrow error: {0}")]
-    Arrow(#[source] Arc<arrow_schema::ArrowError>),
+    /// Arrow rejected data it was asked to build, where no file is involved yet (a reader adds
+    /// the file with [`Error::with_location`], which makes this a [`Error::Corrupt`]).
+    Arrow(Arc<arrow_schema::ArrowError>),
 
-    /// A background task (scheduling, I/O or decoding) ended abnormally.
-    #[error("internal error: {0}")]
+    /// A background task (scheduling, I/O or decoding) ended abnormally: a bug.
     Internal(String),
 }
 
@@ -63,29 +80,103 @@ impl Error {
         Self::Io { location: location.into(), source: Arc::new(source) }
     }
 
-    /// A corrupt-file error about `location`.
-    pub fn corrupt(location: impl Into<String>, message: impl Into<String>) -> Self {
-        Self::Corrupt { location: location.into(), message: message.into() }
+    /// A corrupt-file error whose file is not known yet.
+    pub fn corrupt(message: impl Into<String>) -> Self {
+        Self::Corrupt { location: None, offset: None, message: message.into(), source: None }
     }
 
-    /// Attaches a file location to errors that do not carry one yet (decode errors found deep
-    /// inside an encoding know what is wrong but not which file they were reading; so do the
-    /// checks of a file's version and types, and of a read's rows). An unsupported feature or an
-    /// invalid argument gets the location at the front of its message, unless the message names
-    /// it already; I/O errors always carry theirs.
+    /// A corrupt-file error about the structure at byte `offset` of a file not known yet.
+    pub fn corrupt_at(offset: u64, message: impl Into<String>) -> Self {
+        Self::Corrupt { location: None, offset: Some(offset), message: message.into(), source: None }
+    }
+
+    /// An unsupported-feature error.
+    pub fn unsupported(message: impl Into<String>) -> Self {
+        Self::Unsupported { location: None, message: message.into() }
+    }
+
+    /// An invalid-argument error; `message` names the argument.
+    pub fn invalid_argument(message: impl Into<String>) -> Self {
+        Self::InvalidArgument { location: None, message: message.into() }
+    }
+
+    /// An internal error (a bug).
+    pub fn internal(message: impl Into<String>) -> Self {
+        Self::Internal(message.into())
+    }
+
+    /// Attaches the file's location to an error that does not carry one yet. An Arrow error
+    /// found while reading a file becomes a [`Error::Corrupt`] about it, keeping the Arrow error
+    /// as its source. Errors that name their file already are returned unchanged.
     pub fn with_location(self, location: &str) -> Self {
+        let known = || Some(location.to_string());
         match self {
-            Self::Corrupt { location: l, message } if l.is_empty() => {
-                Self::Corrupt { location: location.to_string(), message }
+            Self::Corrupt { location: None, offset, message, source } => {
+                Self::Corrupt { location: known(), offset, message, source }
             }
-            Self::Arrow(e) => Self::Corrupt { location: location.to_string(), message: e.to_string() },
-            Self::Unsupported(message) if !message.contains(location) => {
-                Self::Unsupported(format!("{location}: {message}"))
-            }
-            Self::InvalidArgument(message) if !message.contains(location) => {
-                Self::InvalidArgument(format!("{location}: {message}"))
-            }
+            Self::Arrow(e) => Self::Corrupt {
+                location: known(),
+                offset: None,
+                message: "its data does not form valid Arrow arrays".into(),
+                source: Some(e),
+            },
+            Self::Unsupported { location: None, message } => Self::Unsupported { location: known(), message },
+            Self::InvalidArgument { location: None, message } => Self::InvalidArgument { location: known(), message },
             other => other,
+        }
+    }
+
+    /// The file the error is about, if known.
+    pub fn location(&self) -> Option<&str> {
+        match self {
+            Self::Io { location, .. } => Some(location),
+            Self::Corrupt { location, .. }
+            | Self::Unsupported { location, .. }
+            | Self::InvalidArgument { location, .. } => location.as_deref(),
+            Self::Schema(_) | Self::Arrow(_) | Self::Internal(_) => None,
+        }
+    }
+}
+
+impl fmt::Display for Error {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Self::Io { location, source } => write!(f, "I/O error on {location}: {source}"),
+            Self::Corrupt { location, offset, message, source } => {
+                f.write_str("corrupt file")?;
+                if let Some(location) = location {
+                    write!(f, " {location}")?;
+                }
+                if let Some(offset) = offset {
+                    write!(f, " (at byte {offset})")?;
+                }
+                write!(f, ": {message}")?;
+                if let Some(source) = source {
+                    write!(f, ": {source}")?;
+                }
+                Ok(())
+            }
+            Self::Unsupported { location, message } => match location {
+                Some(location) => write!(f, "unsupported: {location}: {message}"),
+                None => write!(f, "unsupported: {message}"),
+            },
+            Self::InvalidArgument { location, message } => match location {
+                Some(location) => write!(f, "invalid argument: {location}: {message}"),
+                None => write!(f, "invalid argument: {message}"),
+            },
+            Self::Schema(message) => write!(f, "schema mismatch: {message}"),
+            Self::Arrow(e) => write!(f, "arrow error: {e}"),
+            Self::Internal(message) => write!(f, "internal error: {message}"),
+        }
+    }
+}
+
+impl std::error::Error for Error {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            Self::Io { source, .. } | Self::Corrupt { source: Some(source), .. } => Some(source.as_ref()),
+            Self::Arrow(e) => Some(e.as_ref()),
+            _ => None,
         }
     }
 }
@@ -96,20 +187,20 @@ impl From<arrow_schema::ArrowError> for Error {
     }
 }
 
-/// Returns early with an error built by `$make` from a format string.
+/// Returns early with an error built from a format string.
 ///
-/// `bail!(corrupt, "...")` gives a [`Error::Corrupt`] with an empty location (filled in by
+/// `bail!(corrupt, "...")` gives an [`Error::Corrupt`] without a location (filled in by
 /// [`Error::with_location`] higher up); `bail!(invalid, "...")` an [`Error::InvalidArgument`];
-/// `bail!(unsupported, "...")` an [`Error::Unsupported`].
+/// `bail!(unsupported, "...")`, `bail!(schema, "...")` and `bail!(internal, "...")` the others.
 macro_rules! bail {
     (corrupt, $($arg:tt)*) => {
-        return Err($crate::error::Error::corrupt("", format!($($arg)*)))
+        return Err($crate::error::Error::corrupt(format!($($arg)*)))
     };
     (invalid, $($arg:tt)*) => {
-        return Err($crate::error::Error::InvalidArgument(format!($($arg)*)))
+        return Err($crate::error::Error::invalid_argument(format!($($arg)*)))
     };
     (unsupported, $($arg:tt)*) => {
-        return Err($crate::error::Error::Unsupported(format!($($arg)*)))
+        return Err($crate::error::Error::unsupported(format!($($arg)*)))
     };
     (schema, $($arg:tt)*) => {
         return Err($crate::error::Error::Schema(format!($($arg)*)))
@@ -130,3 +221,24 @@ macro_rules! ensure {
 
 pub(crate) use bail;
 pub(crate) use ensure;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn location_is_added_once_and_sources_are_kept() {
+        let e = Error::corrupt_at(12, "bad magic").with_location("a.leaf").with_location("b.leaf");
+        assert_eq!(e.to_string(), "corrupt file a.leaf (at byte 12): bad magic");
+        assert_eq!(e.location(), Some("a.leaf"));
+
+        let arrow = Error::from(arrow_schema::ArrowError::InvalidArgumentError("nulls in a non-nullable".into()));
+        let e = arrow.with_location("c.leaf");
+        assert!(matches!(e, Error::Corrupt { .. }));
+        let source = std::error::Error::source(&e).map(|s| s.to_string());
+        assert_eq!(source.as_deref(), Some("Invalid argument error: nulls in a non-nullable"));
+
+        let e = Error::invalid_argument("batch_size must be at least 1, got 0").with_location("d.leaf");
+        assert_eq!(e.to_string(), "invalid argument: d.leaf: batch_size must be at least 1, got 0");
+    }
+}

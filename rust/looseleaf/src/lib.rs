@@ -7,15 +7,25 @@
 //! reader decodes the metadata of the columns it reads and no others. The byte layout is in
 //! [`format`](mod@format) and `docs/format.md`.
 //!
-//! Reading runs three loops (see `docs/architecture.md`):
+//! Reading runs three loops (see [`read`] and `docs/architecture.md`):
 //!
 //! ```text
 //!  scheduling loop ──requests (priority = top-level row)──▶ IoScheduler ──reads──▶ storage
-//!   (FieldScheduler → ColumnJob → PageScheduler)              │ depth, byte budget, bypass
+//!   (FieldScheduler → ColumnJob → PageScheduler)              │ depth, I/O buffer, bypass
 //!        │ scheduled pages                                     ▼
 //!        └────────────────────────────────────────────▶ DecodeBatchStream ──▶ RecordBatch
 //!                                                        (decode tasks in parallel, in order)
 //! ```
+//!
+//! | module | owns |
+//! |---|---|
+//! | [`format`] | the bytes on disk: tail, footer, column table, protobuf messages, schema ↔ columns |
+//! | [`encodings`] | page layouts: physical encodings by algorithm, logical ones by Arrow type, page schedulers and decoders |
+//! | [`io`] | the one I/O interface schedulers see, the [`IoScheduler`](io::IoScheduler), plans, storage |
+//! | [`read`] | opening files, reads, the scheduling loop, field schedulers and decoders, the decode loop |
+//! | `writer` | [`FileWriter`]: shredding, encoding choice, pages, the footer |
+//! | `options` | [`ReadOptions`], [`ByteCount`], the defaults |
+//! | `location` | [`Location`]: paths and URLs to storage |
 //!
 //! # Writing and reading
 //! ```
@@ -56,25 +66,22 @@
 
 #![warn(missing_docs)]
 
-pub mod decoder;
 pub mod encodings;
 mod error;
 pub mod format;
 pub mod io;
-mod projection;
-mod reader;
-pub mod scheduler;
+mod location;
+mod options;
+pub mod read;
 mod writer;
 
-pub use decoder::ReadTimings;
 pub use encodings::statistics::StatValue;
 pub use encodings::strategy::{ColumnPolicies, EncodingKind, EncodingPolicy};
 pub use error::{Error, Result, SourceError};
 pub use format::proto::Compression;
 pub use io::{IoOptions, IoPlan, IoStats};
-pub use reader::{
-    ColumnSummary, DEFAULT_BATCH_BYTES, DEFAULT_BATCH_SIZE, FileMetadata, FileReader, PageSummary, ReadBuilder,
-    RecordBatchStream,
-};
-pub use scheduler::RowSelection;
+pub use location::Location;
+pub use options::{ByteCount, DEFAULT_BATCH_BYTES, DEFAULT_BATCH_SIZE, OptionValue, READ_OPTION_NAMES, ReadOptions};
+pub use read::metrics::ReadTimings;
+pub use read::{ColumnSummary, FileMetadata, FileReader, PageSummary, ReadBuilder, RecordBatchStream, RowSelection};
 pub use writer::{DEFAULT_PAGE_SIZE, FileWriter, FinishedFile, WriterOptions};

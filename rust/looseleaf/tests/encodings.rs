@@ -16,6 +16,8 @@
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 mod common;
+use common::nz;
+use looseleaf::ByteCount;
 
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::collections::BTreeSet;
@@ -175,7 +177,7 @@ async fn check_reads(rng: &mut StdRng, reader: &FileReader, table: &RecordBatch,
     assert_eq!(reader.num_rows(), n as u64, "{what}: row count");
 
     let batch_size = random_batch_size(rng);
-    let read = with_random_settings(rng, reader.read().with_batch_size(batch_size));
+    let read = with_random_settings(rng, reader.read().with_batch_size(nz(batch_size)));
     let out = read_to_end(read).await.unwrap_or_else(|e| panic!("{what}: full scan failed: {e}"));
     assert_batch_sizes(&out.batches, batch_size, n, what);
     assert_same(&out.concat(), table, &format!("{what}: full scan in batches of {batch_size}"));
@@ -186,7 +188,7 @@ async fn check_reads(rng: &mut StdRng, reader: &FileReader, table: &RecordBatch,
         let batch_size = random_batch_size(rng);
         let read = with_random_settings(
             rng,
-            reader.read().with_row_range(start as u64..end as u64).with_batch_size(batch_size),
+            reader.read().with_row_range(start as u64..end as u64).with_batch_size(nz(batch_size)),
         );
         let out = read_to_end(read).await.unwrap_or_else(|e| panic!("{what}: rows {start}..{end} failed: {e}"));
         assert_same(&out.concat(), &table.slice(start, end - start), &format!("{what}: rows {start}..{end}"));
@@ -202,9 +204,9 @@ async fn check_reads(rng: &mut StdRng, reader: &FileReader, table: &RecordBatch,
         assert_same(&taken, &expected, &format!("{what}: take {indices:?}"));
     }
 
-    let tiny = IoOptions { io_depth: 1, buffer_bytes: 1, ..IoOptions::LOCAL };
+    let tiny = IoOptions { depth: nz(1), buffer: ByteCount(1), ..IoOptions::LOCAL };
     let batch_size = random_batch_size(rng);
-    let out = read_to_end(reader.read().with_io_options(tiny).with_batch_size(batch_size))
+    let out = read_to_end(reader.read().with_io_options(tiny).with_batch_size(nz(batch_size)))
         .await
         .unwrap_or_else(|e| panic!("{what}: scan with a one-byte budget failed: {e}"));
     assert_same(&out.concat(), table, &format!("{what}: scan with a one-byte budget"));
@@ -1125,7 +1127,7 @@ async fn assert_forcing_fails(what: &str, array: ArrayRef, kind: EncodingKind, f
     let table = table_of(&[("v".to_string(), array)]);
     let schema = table.schema();
     let check = |result: looseleaf::Result<FinishedFile>, how: &str| match result {
-        Err(Error::InvalidArgument(message)) => {
+        Err(Error::InvalidArgument { message, .. }) => {
             assert!(mentions(&message, fragments), "{what} ({how}): the error does not say {fragments:?}: {message}")
         }
         other => panic!("{what} ({how}): expected an invalid-argument error, got {other:?}"),
@@ -1142,7 +1144,7 @@ async fn assert_forcing_fails(what: &str, array: ArrayRef, kind: EncodingKind, f
                 check(result, how);
                 // The writer refuses to finish a file it could not write whole.
                 let finished = writer.finish().await;
-                assert!(matches!(finished, Err(Error::InvalidArgument(_))), "{what} ({how}): {finished:?}");
+                assert!(matches!(finished, Err(Error::InvalidArgument { .. })), "{what} ({how}): {finished:?}");
             }
             "write, then drop" => {
                 let mut writer = FileWriter::create_path(&path, schema.clone(), small_pages).await.unwrap();
@@ -1352,7 +1354,7 @@ async fn dictionary_arrays_round_trip_as_dictionaries() {
                 assert_eq!(reader.schema().field(0).data_type(), schema.field(0).data_type(), "{what}");
                 check_reads(&mut rng, &reader, &table, &format!("{what}, pages of {page_size} bytes")).await;
                 // One batch over every page: pages with different dictionaries in one array.
-                let out = read_to_end(reader.read().with_batch_size(table.num_rows())).await.unwrap();
+                let out = read_to_end(reader.read().with_batch_size(nz(table.num_rows()))).await.unwrap();
                 assert_eq!(out.batches.len(), 1);
                 assert_same(&out.batches[0], &table, &format!("{what}: one batch over every page"));
             }
@@ -1364,7 +1366,8 @@ async fn dictionary_arrays_round_trip_as_dictionaries() {
 /// rows) and compares its values with `expected`.
 async fn check_dictionary_reads(rng: &mut StdRng, reader: &FileReader, expected: &ArrayRef, what: &str) {
     let n = expected.len();
-    let read = |batch_size: usize| reader.read().with_dictionary_columns(vec!["v".into()]).with_batch_size(batch_size);
+    let read =
+        |batch_size: usize| reader.read().with_dictionary_columns(vec!["v".into()]).with_batch_size(nz(batch_size));
     for batch_size in [n.max(1), random_batch_size(rng)] {
         let out = read_to_end(read(batch_size)).await.unwrap_or_else(|e| panic!("{what}: {e}"));
         // Keys at least wide enough for a batch of distinct values (wider when a page's
@@ -1485,7 +1488,7 @@ async fn dictionaries_with_null_values_round_trip_logically() {
             write_table(&path, &table, options).await;
             let reader = FileReader::open_path(&path).await.unwrap();
             let batch_size = random_batch_size(&mut rng);
-            let out = read_to_end(reader.read().with_batch_size(batch_size)).await.unwrap();
+            let out = read_to_end(reader.read().with_batch_size(nz(batch_size))).await.unwrap();
             let read = out.concat().column(0).clone();
             assert_eq!(read.data_type(), array.data_type(), "{label}");
             assert_logically_equal(&read, &array, &format!("dictionary of {label} with null values"));
@@ -1519,7 +1522,7 @@ async fn small_dictionaries_beyond_the_key_type_are_written() {
     let pages = &page_encodings(&reader).await[0].1;
     assert!(pages.len() >= 2, "{pages:?}");
     // Batches of at most 128 rows hold at most 128 values, whatever pages they span.
-    let out = read_to_end(reader.read().with_batch_size(128)).await.unwrap();
+    let out = read_to_end(reader.read().with_batch_size(nz(128))).await.unwrap();
     assert_eq!(out.schema.field(0).data_type(), batches[0].schema().field(0).data_type());
     let read: Vec<ArrayRef> = out.batches.iter().map(|b| logical(b.column(0))).collect();
     let read = arrow_select::concat::concat(&read.iter().map(|a| a.as_ref()).collect::<Vec<_>>()).unwrap();
@@ -1560,11 +1563,11 @@ enum Outcome<T> {
 /// returns the full read.
 async fn read_everything(bytes: Vec<u8>, location: String) -> looseleaf::Result<RecordBatch> {
     let reader = FileReader::open(Arc::new(MemoryReader::new(bytes, location))).await?;
-    let all = read_to_end(reader.read().with_batch_size(500)).await?.concat();
+    let all = read_to_end(reader.read().with_batch_size(nz(500))).await?.concat();
     let n = reader.num_rows();
     if n > 2 {
-        read_to_end(reader.read().with_row_range(1..n - 1).with_batch_size(333)).await?;
-        let tiny = IoOptions { io_depth: 1, buffer_bytes: 1, ..IoOptions::LOCAL };
+        read_to_end(reader.read().with_row_range(1..n - 1).with_batch_size(nz(333))).await?;
+        let tiny = IoOptions { depth: nz(1), buffer: ByteCount(1), ..IoOptions::LOCAL };
         read_to_end(reader.read().with_row_range(n / 2..n).with_io_options(tiny)).await?;
         reader.take(&[n - 1, 0, n / 2, n / 2 + 1, 3], None).await?;
     }
@@ -2860,13 +2863,14 @@ async fn mutated_encoding_trees_never_panic() {
 async fn read_column(bytes: Vec<u8>, location: String, column: String) -> looseleaf::Result<usize> {
     let reader = FileReader::open(Arc::new(MemoryReader::new(bytes, location))).await?;
     let columns = vec![column.clone()];
-    let rows = read_to_end(reader.read().with_columns(columns.clone()).with_batch_size(700)).await?.concat().num_rows();
+    let rows =
+        read_to_end(reader.read().with_columns(columns.clone()).with_batch_size(nz(700))).await?.concat().num_rows();
     let n = reader.num_rows();
     read_to_end(reader.read().with_columns(columns.clone()).with_row_range(1..n - 1)).await?;
-    let tiny = IoOptions { io_depth: 1, buffer_bytes: 1, ..IoOptions::LOCAL };
+    let tiny = IoOptions { depth: nz(1), buffer: ByteCount(1), ..IoOptions::LOCAL };
     read_to_end(reader.read().with_columns(columns.clone()).with_row_range(n / 2..n).with_io_options(tiny)).await?;
     read_to_end(
-        reader.read().with_columns(columns.clone()).with_dictionary_columns(columns.clone()).with_batch_size(999),
+        reader.read().with_columns(columns.clone()).with_dictionary_columns(columns.clone()).with_batch_size(nz(999)),
     )
     .await?;
     reader.take(&[n - 1, 0, n / 2, 1500, 3], Some(&columns)).await?;

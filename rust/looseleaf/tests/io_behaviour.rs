@@ -9,6 +9,8 @@
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 mod common;
+use common::nz;
+use looseleaf::ByteCount;
 
 use std::ops::Range;
 use std::path::Path;
@@ -74,10 +76,10 @@ async fn reads_stay_within_the_byte_budget_with_a_slow_consumer() {
     assert!(data_bytes >= 8 * budget, "the file ({data_bytes} bytes of pages) should be much larger than the budget");
 
     let reader = FileReader::open_path(&path).await.unwrap();
-    let io = IoOptions { io_depth: 4, buffer_bytes: budget, ..IoOptions::LOCAL };
+    let io = IoOptions { depth: nz(4), buffer: ByteCount(budget), ..IoOptions::LOCAL };
     let batch_size = 1024;
     // Two batches decoded at once: the first ones need only the first page of each column.
-    let read = reader.read().with_batch_size(batch_size).with_io_options(io).with_decode_parallelism(2);
+    let read = reader.read().with_batch_size(nz(batch_size)).with_io_options(io).with_decode_parallelism(nz(2));
     let mut stream = read.stream().await.unwrap();
     let mut batches = vec![stream.next().await.unwrap().unwrap()];
 
@@ -132,8 +134,8 @@ async fn dropping_a_read_stops_its_io() {
     let data_bytes = layout.buffer_bytes(&[0, 1, 2]);
 
     let reader = FileReader::open_path(&path).await.unwrap();
-    let io = IoOptions { io_depth: 2, buffer_bytes: 512 * 1024, ..IoOptions::LOCAL };
-    let mut stream = reader.read().with_batch_size(1024).with_io_options(io).stream().await.unwrap();
+    let io = IoOptions { depth: nz(2), buffer: ByteCount(512 * 1024), ..IoOptions::LOCAL };
+    let mut stream = reader.read().with_batch_size(nz(1024)).with_io_options(io).stream().await.unwrap();
     stream.next().await.unwrap().unwrap();
     let scheduler = stream.io_scheduler().clone();
     drop(stream);
@@ -157,8 +159,8 @@ async fn a_budget_smaller_than_a_page_is_bypassed_by_the_lowest_rows_only() {
     let layout = FileLayout::parse(&std::fs::read(&path).unwrap());
     let budget = 32 * 1024;
     let reader = FileReader::open_path(&path).await.unwrap();
-    let io = IoOptions { io_depth: 8, buffer_bytes: budget, ..IoOptions::LOCAL };
-    let mut stream = reader.read().with_batch_size(5000).with_io_options(io).stream().await.unwrap();
+    let io = IoOptions { depth: nz(8), buffer: ByteCount(budget), ..IoOptions::LOCAL };
+    let mut stream = reader.read().with_batch_size(nz(5000)).with_io_options(io).stream().await.unwrap();
     let mut batches = Vec::new();
     let read_all = async {
         while let Some(batch) = stream.next().await {
@@ -214,11 +216,15 @@ async fn reads_are_issued_in_top_level_row_order() {
     let recording = RecordingReader::open_path(&path);
     let reader = FileReader::open(recording.clone()).await.unwrap();
     reader.metadata().await.unwrap();
-    let io = IoOptions { io_depth: 1, coalesce: CoalesceOptions { gap: 0, max_read: 1 << 30 }, ..IoOptions::LOCAL };
+    let io = IoOptions {
+        depth: nz(1),
+        coalesce: CoalesceOptions { gap: ByteCount(0), max_read: ByteCount(1 << 30) },
+        ..IoOptions::LOCAL
+    };
 
     for rows in [0..num_rows as u64, 1500..2601, 3999..4000] {
         recording.clear();
-        let read = reader.read().with_row_range(rows.clone()).with_io_options(io).with_batch_size(100);
+        let read = reader.read().with_row_range(rows.clone()).with_io_options(io).with_batch_size(nz(100));
         let out = read_to_end(read).await.unwrap();
         let expected_table = table.slice(rows.start as usize, (rows.end - rows.start) as usize);
         assert_batches_equal(&out.concat(), &expected_table, &format!("rows {rows:?}"));
@@ -379,7 +385,7 @@ async fn plans_are_exactly_the_reads_made() {
     let check = PlanCheck { recording: &recording, layout: &layout, table: &table };
     let all: Vec<usize> = (0..table.num_columns()).collect();
     let n = table.num_rows() as u64;
-    let exact = |io: IoOptions| IoOptions { coalesce: CoalesceOptions { gap: 0, ..io.coalesce }, ..io };
+    let exact = |io: IoOptions| IoOptions { coalesce: CoalesceOptions { gap: ByteCount(0), ..io.coalesce }, ..io };
     let local = exact(IoOptions::LOCAL);
 
     check.check(reader.read().with_io_options(local), &RowSelection::range(0..n), &all, "full scan").await;
@@ -389,7 +395,7 @@ async fn plans_are_exactly_the_reads_made() {
     let read = reader.read().with_columns(vec!["v".into(), "i".into(), "n".into()]).with_io_options(local);
     check.check(read, &RowSelection::range(0..n), &[5, 0, 4], "projection").await;
 
-    let read = reader.read().with_row_range(1234..3456).with_io_options(local).with_batch_size(100);
+    let read = reader.read().with_row_range(1234..3456).with_io_options(local).with_batch_size(nz(100));
     check.check(read, &RowSelection::range(1234..3456), &all, "row range").await;
     let plan = reader.read().with_row_range(1234..3456).plan().await.unwrap();
     // Small string pages are read whole, whatever rows are wanted: a second round trip would
@@ -397,7 +403,11 @@ async fn plans_are_exactly_the_reads_made() {
     assert_eq!(plan.total().indirect_requests, 0, "string pages under SMALL_PAGE bytes are read whole");
 
     // Reads split into pieces of at most 100 bytes.
-    let split = IoOptions { io_depth: 2, buffer_bytes: MIB, coalesce: CoalesceOptions { gap: 0, max_read: 100 } };
+    let split = IoOptions {
+        depth: nz(2),
+        buffer: ByteCount(MIB),
+        coalesce: CoalesceOptions { gap: ByteCount(0), max_read: ByteCount(100) },
+    };
     let read = reader.read().with_row_range(10..4990).with_io_options(split);
     check.check(read, &RowSelection::range(10..4990), &all, "split reads").await;
 

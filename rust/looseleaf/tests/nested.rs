@@ -12,6 +12,8 @@
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 mod common;
+use common::nz;
+use looseleaf::ByteCount;
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -98,7 +100,7 @@ async fn check_all_reads(rng: &mut StdRng, reader: &FileReader, table: &RecordBa
     assert_eq!(reader.num_rows(), num_rows as u64);
 
     // Full scan.
-    let read = with_random_settings(rng, reader.read().with_batch_size(batch_size));
+    let read = with_random_settings(rng, reader.read().with_batch_size(nz(batch_size)));
     let out = read_to_end(read).await.unwrap();
     assert_eq!(out.schema, schema);
     assert_batch_sizes(&out.batches, batch_size, num_rows, "full scan");
@@ -110,7 +112,7 @@ async fn check_all_reads(rng: &mut StdRng, reader: &FileReader, table: &RecordBa
     names.truncate(rng.random_range(0..=names.len()));
     let indices: Vec<usize> = names.iter().map(|n| schema.index_of(n).unwrap()).collect();
     let projected = table.project(&indices).unwrap();
-    let read = with_random_settings(rng, reader.read().with_columns(names.clone()).with_batch_size(batch_size));
+    let read = with_random_settings(rng, reader.read().with_columns(names.clone()).with_batch_size(nz(batch_size)));
     let out = read_to_end(read).await.unwrap();
     assert_batch_sizes(&out.batches, batch_size, num_rows, "projection");
     assert_batches_equal(&out.concat(), &projected, &format!("projection {names:?}"));
@@ -119,13 +121,13 @@ async fn check_all_reads(rng: &mut StdRng, reader: &FileReader, table: &RecordBa
     let start = rng.random_range(0..=num_rows);
     let end = rng.random_range(start..=num_rows);
     let rows = start as u64..end as u64;
-    let read = with_random_settings(rng, reader.read().with_row_range(rows.clone()).with_batch_size(batch_size));
+    let read = with_random_settings(rng, reader.read().with_row_range(rows.clone()).with_batch_size(nz(batch_size)));
     let out = read_to_end(read).await.unwrap();
     assert_batch_sizes(&out.batches, batch_size, end - start, "row range");
     assert_batches_equal(&out.concat(), &table.slice(start, end - start), &format!("rows {rows:?}"));
     let read = with_random_settings(
         rng,
-        reader.read().with_row_range(rows.clone()).with_columns(names.clone()).with_batch_size(batch_size),
+        reader.read().with_row_range(rows.clone()).with_columns(names.clone()).with_batch_size(nz(batch_size)),
     );
     let out = read_to_end(read).await.unwrap();
     assert_batches_equal(&out.concat(), &projected.slice(start, end - start), &format!("rows {rows:?} of {names:?}"));
@@ -134,14 +136,14 @@ async fn check_all_reads(rng: &mut StdRng, reader: &FileReader, table: &RecordBa
     if let Some(paths) = random_paths(rng, &schema) {
         let expected = expected_projection(table, &paths);
         let names: Vec<String> = paths.iter().map(|(p, _, _)| p.clone()).collect();
-        let read = with_random_settings(rng, reader.read().with_columns(names.clone()).with_batch_size(batch_size));
+        let read = with_random_settings(rng, reader.read().with_columns(names.clone()).with_batch_size(nz(batch_size)));
         let out = read_to_end(read).await.unwrap();
         assert_eq!(out.schema, expected.schema(), "paths {names:?}");
         assert_batch_sizes(&out.batches, batch_size, num_rows, "nested paths");
         assert_batches_equal(&out.concat(), &expected, &format!("paths {names:?}"));
         let read = with_random_settings(
             rng,
-            reader.read().with_columns(names.clone()).with_row_range(rows.clone()).with_batch_size(batch_size),
+            reader.read().with_columns(names.clone()).with_row_range(rows.clone()).with_batch_size(nz(batch_size)),
         );
         let out = read_to_end(read).await.unwrap();
         assert_batches_equal(
@@ -159,7 +161,7 @@ async fn check_all_reads(rng: &mut StdRng, reader: &FileReader, table: &RecordBa
         indices.dedup();
         let read = with_random_settings(
             rng,
-            reader.read().with_selection(RowSelection::from_sorted_indices(&indices)).with_batch_size(batch_size),
+            reader.read().with_selection(RowSelection::from_sorted_indices(&indices)).with_batch_size(nz(batch_size)),
         );
         let out = read_to_end(read).await.unwrap();
         assert_batches_equal(&out.concat(), &rows_of(table, &indices), &format!("rows {indices:?}"));
@@ -341,7 +343,7 @@ fn non_nullable_fields_with_nulls_under_null_parents_round_trip() {
         {
             let expected = expected_projection(&table, &vec![(path.to_string(), 0, chain)]);
             let out =
-                read_to_end(reader.read().with_columns(vec![path.to_string()]).with_batch_size(77)).await.unwrap();
+                read_to_end(reader.read().with_columns(vec![path.to_string()]).with_batch_size(nz(77))).await.unwrap();
             assert_batches_equal(&out.concat(), &expected, path);
         }
     });
@@ -489,8 +491,12 @@ async fn item_reads_of_partly_read_lists_go_before_later_rows() {
             let reader = FileReader::open(recording.clone()).await.unwrap();
             reader.metadata().await.unwrap();
             recording.clear();
-            let io = IoOptions { io_depth: 1, buffer_bytes, coalesce: CoalesceOptions { gap: 0, max_read: 1 << 20 } };
-            let read = reader.read().with_selection(selection.clone()).with_io_options(io).with_batch_size(64);
+            let io = IoOptions {
+                depth: nz(1),
+                buffer: ByteCount(buffer_bytes),
+                coalesce: CoalesceOptions { gap: ByteCount(0), max_read: ByteCount(1 << 20) },
+            };
+            let read = reader.read().with_selection(selection.clone()).with_io_options(io).with_batch_size(nz(64));
             let out = tokio::time::timeout(Duration::from_secs(60), read_to_end(read)).await.expect("hung").unwrap();
             assert_batches_equal(&out.concat(), &rows_of(&table, &selected), &what);
             assert!(out.stats.indirect_requests > 0, "{what}: {:?}", out.stats);
@@ -565,7 +571,7 @@ async fn full_scans_of_lists_make_no_indirect_requests_and_takes_do() {
 
         for batch_size in [100, 5000] {
             let what = format!("{name}, full scan in batches of {batch_size}");
-            let read = reader.read().with_batch_size(batch_size);
+            let read = reader.read().with_batch_size(nz(batch_size));
             let plan = read.clone().plan().await.unwrap();
             assert_eq!(plan.total().indirect_requests, 0, "{what}: the plan has indirect requests");
             recording.clear();
@@ -663,14 +669,14 @@ async fn one_byte_budgets_do_not_deadlock_on_deep_nesting() {
     let path = dir.path().join("deep.leaf");
     write_file(&path, &schema, &split_randomly(&mut rng, &table, 300), 512).await;
     let reader = FileReader::open_path(&path).await.unwrap();
-    let io = IoOptions { io_depth: 1, buffer_bytes: 1, ..IoOptions::LOCAL };
+    let io = IoOptions { depth: nz(1), buffer: ByteCount(1), ..IoOptions::LOCAL };
     let reads = [
         ("full scan", RowSelection::range(0..2000), 64),
         ("rows inside pages", RowSelection::range(333..1777), 100),
         ("scattered rows", RowSelection::from_sorted_indices(&[1, 2, 500, 501, 1500, 1999]), 4),
     ];
     for (what, selection, batch_size) in reads {
-        let read = reader.read().with_selection(selection.clone()).with_io_options(io).with_batch_size(batch_size);
+        let read = reader.read().with_selection(selection.clone()).with_io_options(io).with_batch_size(nz(batch_size));
         let out = tokio::time::timeout(Duration::from_secs(60), read_to_end(read))
             .await
             .unwrap_or_else(|_| panic!("{what}: the read deadlocked"))
@@ -739,9 +745,9 @@ async fn nested_sample(dir: &std::path::Path) -> (Vec<u8>, RecordBatch) {
 async fn open_and_read(bytes: Vec<u8>, location: &str) -> looseleaf::Result<RecordBatch> {
     let read = async {
         let file = FileReader::open(Arc::new(common::MemoryReader::new(bytes, location))).await?;
-        let out = read_to_end(file.read().with_batch_size(64)).await?;
+        let out = read_to_end(file.read().with_batch_size(nz(64))).await?;
         let n = file.num_rows();
-        read_to_end(file.read().with_row_range(1..n - 1).with_batch_size(50)).await?;
+        read_to_end(file.read().with_row_range(1..n - 1).with_batch_size(nz(50))).await?;
         file.take(&[n - 1, 0, n / 2, n / 2 + 1, 0], None).await?;
         Ok(out.concat())
     };

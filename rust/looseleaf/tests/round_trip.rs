@@ -7,6 +7,8 @@
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 mod common;
+use common::nz;
+use looseleaf::ByteCount;
 
 use std::sync::Arc;
 
@@ -31,7 +33,7 @@ async fn check_all_reads(rng: &mut StdRng, reader: &FileReader, table: &RecordBa
     assert_eq!(reader.num_rows(), num_rows as u64);
 
     // Full scan.
-    let read = with_random_settings(rng, reader.read().with_batch_size(batch_size));
+    let read = with_random_settings(rng, reader.read().with_batch_size(nz(batch_size)));
     let out = read_to_end(read).await.unwrap();
     assert_eq!(out.schema, schema);
     assert_batch_sizes(&out.batches, batch_size, num_rows, "full scan");
@@ -43,7 +45,7 @@ async fn check_all_reads(rng: &mut StdRng, reader: &FileReader, table: &RecordBa
     names.truncate(rng.random_range(0..=names.len()));
     let indices: Vec<usize> = names.iter().map(|n| schema.index_of(n).unwrap()).collect();
     let expected = table.project(&indices).unwrap();
-    let read = with_random_settings(rng, reader.read().with_columns(names.clone()).with_batch_size(batch_size));
+    let read = with_random_settings(rng, reader.read().with_columns(names.clone()).with_batch_size(nz(batch_size)));
     let out = read_to_end(read).await.unwrap();
     assert_batch_sizes(&out.batches, batch_size, num_rows, "projection");
     assert_batches_equal(&out.concat(), &expected, &format!("projection {names:?}"));
@@ -51,8 +53,10 @@ async fn check_all_reads(rng: &mut StdRng, reader: &FileReader, table: &RecordBa
     // A row range.
     let start = rng.random_range(0..=num_rows);
     let end = rng.random_range(start..=num_rows);
-    let read =
-        with_random_settings(rng, reader.read().with_row_range(start as u64..end as u64).with_batch_size(batch_size));
+    let read = with_random_settings(
+        rng,
+        reader.read().with_row_range(start as u64..end as u64).with_batch_size(nz(batch_size)),
+    );
     let out = read_to_end(read).await.unwrap();
     assert_batch_sizes(&out.batches, batch_size, end - start, "row range");
     assert_batches_equal(&out.concat(), &table.slice(start, end - start), &format!("rows {start}..{end}"));
@@ -60,7 +64,11 @@ async fn check_all_reads(rng: &mut StdRng, reader: &FileReader, table: &RecordBa
     // A row range of a projection.
     let read = with_random_settings(
         rng,
-        reader.read().with_row_range(start as u64..end as u64).with_columns(names.clone()).with_batch_size(batch_size),
+        reader
+            .read()
+            .with_row_range(start as u64..end as u64)
+            .with_columns(names.clone())
+            .with_batch_size(nz(batch_size)),
     );
     let out = read_to_end(read).await.unwrap();
     assert_batches_equal(
@@ -154,9 +162,9 @@ fn every_flat_type_round_trips() {
             check_all_reads(&mut rng, &reader, &table, batch_size).await;
         }
         // The same through a one-byte budget at an I/O depth of one: every read bypasses it.
-        let read = reader.read().with_batch_size(64).with_io_options(IoOptions {
-            io_depth: 1,
-            buffer_bytes: 1,
+        let read = reader.read().with_batch_size(nz(64)).with_io_options(IoOptions {
+            depth: nz(1),
+            buffer: ByteCount(1),
             ..IoOptions::LOCAL
         });
         let out = read_to_end(read).await.unwrap();
@@ -198,8 +206,11 @@ fn zero_row_file() {
 
             let taken = reader.take(&[], None).await.unwrap();
             assert_eq!(taken, RecordBatch::new_empty(schema.clone()));
-            assert!(matches!(reader.take(&[0], None).await, Err(Error::InvalidArgument(_))));
-            assert!(matches!(read_to_end(reader.read().with_row_range(0..1)).await, Err(Error::InvalidArgument(_))));
+            assert!(matches!(reader.take(&[0], None).await, Err(Error::InvalidArgument { .. })));
+            assert!(matches!(
+                read_to_end(reader.read().with_row_range(0..1)).await,
+                Err(Error::InvalidArgument { .. })
+            ));
         }
     });
 }
@@ -222,7 +233,7 @@ fn null_type_only_file() {
         let inputs = split_randomly(&mut rng, &table, 700);
         write_file(&path, &schema, &inputs, 64).await;
         let reader = FileReader::open_path(&path).await.unwrap();
-        let out = read_to_end(reader.read().with_batch_size(1000)).await.unwrap();
+        let out = read_to_end(reader.read().with_batch_size(nz(1000))).await.unwrap();
         assert_batch_sizes(&out.batches, 1000, num_rows, "null columns");
         assert_batches_equal(&out.concat(), &table, "null columns");
         assert_eq!((out.stats.reads, out.stats.bytes_read), (0, 0));
@@ -285,8 +296,9 @@ fn projection_may_repeat_a_column() {
         write_file(&path, &schema, std::slice::from_ref(&table), 256).await;
         let reader = FileReader::open_path(&path).await.unwrap();
         let names = vec!["s".to_string(), "a".to_string(), "s".to_string()];
-        let out =
-            read_to_end(reader.read().with_columns(names).with_row_range(17..433).with_batch_size(50)).await.unwrap();
+        let out = read_to_end(reader.read().with_columns(names).with_row_range(17..433).with_batch_size(nz(50)))
+            .await
+            .unwrap();
         let expected = table.slice(17, 416).project(&[1, 0, 1]).unwrap();
         assert_batches_equal(&out.concat(), &expected, "repeated column");
     });

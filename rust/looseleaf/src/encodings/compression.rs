@@ -32,7 +32,7 @@ pub fn compress_buffers(buffers: &[Buffer], codec: Compression, level: i32) -> R
             Compression::None => return Ok(None),
             Compression::Lz4 => lz4_flex::block::compress(buffer.as_slice()),
             Compression::Zstd => zstd::bulk::compress(buffer.as_slice(), level)
-                .map_err(|e| Error::Internal(format!("zstd compression failed: {e}")))?,
+                .map_err(|e| Error::internal(format!("zstd compression failed: {e}")))?,
         };
         out.push(Buffer::from_vec(compressed));
     }
@@ -59,7 +59,7 @@ fn max_decompressed(codec: Compression, size: u64) -> u64 {
 /// (one byte more than expected is asked for, to tell a longer frame).
 fn zstd_decompress(bytes: &[u8], expected: usize) -> Result<Vec<u8>> {
     use std::io::Read;
-    let corrupt = |e: std::io::Error| Error::corrupt("", format!("a zstd page does not decompress: {e}"));
+    let corrupt = |e: std::io::Error| Error::corrupt(format!("a zstd page does not decompress: {e}"));
     let decoder = zstd::stream::read::Decoder::with_buffer(bytes).map_err(corrupt)?;
     let mut out = Vec::with_capacity(expected.min(bytes.len().saturating_mul(8)));
     decoder.take(expected as u64 + 1).read_to_end(&mut out).map_err(corrupt)?;
@@ -77,7 +77,7 @@ impl CompressedPageScheduler {
     /// The scheduler of a compressed `page`.
     pub fn try_new(page: &PageMetadata, data_end: u64) -> Result<Self> {
         let codec = Compression::try_from(page.compression)
-            .map_err(|_| Error::Unsupported(format!("page compression codec {}", page.compression)))?;
+            .map_err(|_| Error::unsupported(format!("page compression codec {}", page.compression)))?;
         let context = PageContext { buffers: &page.buffers, num_rows: page.num_rows, data_end };
         for (index, buffer) in page.buffers.iter().enumerate() {
             context.buffer(index as u32, None, "compressed")?;
@@ -112,7 +112,7 @@ impl PageScheduler for CompressedPageScheduler {
                 let plain = match codec {
                     Compression::None => bytes.to_vec(),
                     Compression::Lz4 => lz4_flex::block::decompress(bytes, expected)
-                        .map_err(|e| Error::corrupt("", format!("an LZ4 page does not decompress: {e}")))?,
+                        .map_err(|e| Error::corrupt(format!("an LZ4 page does not decompress: {e}")))?,
                     Compression::Zstd => zstd_decompress(bytes, expected)?,
                 };
                 ensure!(

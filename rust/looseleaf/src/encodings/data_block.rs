@@ -384,7 +384,7 @@ impl DataBlock {
 }
 
 fn shape_error<T>() -> Result<T> {
-    Err(crate::Error::corrupt("", "pages of one column decode to blocks of different shapes"))
+    Err(crate::Error::corrupt("pages of one column decode to blocks of different shapes"))
 }
 
 impl FixedWidthBlock {
@@ -405,10 +405,10 @@ impl FixedWidthBlock {
         let n = self.num_values as usize;
         let width = (self.bits_per_value / 8) as usize;
         let Some(bytes) = self.data.as_slice().get(..n.saturating_mul(width)) else {
-            return Err(crate::Error::corrupt(
-                "",
-                format!("{n} indices of {width} bytes in a {} byte buffer", self.data.len()),
-            ));
+            return Err(crate::Error::corrupt(format!(
+                "{n} indices of {width} bytes in a {} byte buffer",
+                self.data.len()
+            )));
         };
         // One loop per width, so that each compiles to a widening copy.
         Ok(match width {
@@ -419,7 +419,7 @@ impl FixedWidthBlock {
                 .chunks_exact(8)
                 .map(|c| convert(u64::from_le_bytes([c[0], c[1], c[2], c[3], c[4], c[5], c[6], c[7]])))
                 .collect(),
-            _ => return Err(crate::Error::corrupt("", format!("dictionary indices of {width} bytes"))),
+            _ => return Err(crate::Error::corrupt(format!("dictionary indices of {width} bytes"))),
         })
     }
 

@@ -87,7 +87,7 @@ impl RangeIndex {
     pub fn pieces(&self, skip: u64, len: u64) -> Result<Vec<(usize, u64, u64)>> {
         let end = skip.checked_add(len).filter(|end| *end <= self.num_rows());
         let Some(end) = end else {
-            return Err(crate::Error::Internal(format!(
+            return Err(crate::Error::internal(format!(
                 "rows {skip}..{} asked of a decoder holding {} rows",
                 skip.saturating_add(len),
                 self.num_rows()

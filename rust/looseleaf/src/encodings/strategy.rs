@@ -76,7 +76,7 @@ impl FromStr for EncodingKind {
             "dictionary" | "dict" => Self::Dictionary,
             "fsst" => Self::Fsst,
             other => {
-                return Err(Error::InvalidArgument(format!(
+                return Err(Error::invalid_argument(format!(
                     "unknown encoding {other:?} (known: plain, constant, bitpacked, delta, rle, dictionary, fsst)"
                 )));
             }

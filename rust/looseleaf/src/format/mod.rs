@@ -114,7 +114,7 @@ impl FileTail {
         ensure!(crc == stored_crc, corrupt, "file tail checksum mismatch (the last 40 bytes are damaged)");
         let major = u16_at(28);
         if major != MAJOR_VERSION {
-            return Err(Error::Unsupported(format!(
+            return Err(Error::unsupported(format!(
                 "file format version {major}.{} (this reader reads version {MAJOR_VERSION}.x)",
                 u16_at(30)
             )));
@@ -211,7 +211,12 @@ impl ColumnEntry {
 /// Checks a block against its CRC-32 and decodes it as the protobuf message `M`.
 pub fn decode_checked<M: prost::Message + Default>(bytes: &[u8], crc: u32, what: &str) -> Result<M> {
     ensure!(crc32fast::hash(bytes) == crc, corrupt, "{what} checksum mismatch");
-    M::decode(bytes).map_err(|e| Error::corrupt("", format!("{what} does not decode: {e}")))
+    M::decode(bytes).map_err(|e| Error::Corrupt {
+        location: None,
+        offset: None,
+        message: format!("{what} does not decode"),
+        source: Some(std::sync::Arc::new(e)),
+    })
 }
 
 #[cfg(test)]

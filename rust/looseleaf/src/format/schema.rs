@@ -100,7 +100,39 @@ pub fn child_fields(data_type: &DataType) -> Vec<FieldRef> {
     }
 }
 
+/// A column and the field that owns it.
+#[derive(Debug, Clone, Copy)]
+pub struct ColumnOwner<'a> {
+    /// The column.
+    pub column: u32,
+    /// The tree of the field owning the column.
+    pub tree: &'a FieldColumns,
+}
+
 impl FieldColumns {
+    /// Every column of `fields`, in column order, with the dotted path of the field owning it:
+    /// `meta.score`, `points.item.x`, `attrs.entries.key`, and `meta` for a struct's validity
+    /// column. The one walk over field paths: the writer's encoding policies, the reader's
+    /// summaries and plans all name columns this way.
+    pub fn column_paths(fields: &[FieldColumns]) -> Vec<(String, ColumnOwner<'_>)> {
+        fn walk<'a>(tree: &'a FieldColumns, prefix: &str, out: &mut Vec<(String, ColumnOwner<'a>)>) {
+            let name = tree.field.name();
+            let path = if prefix.is_empty() { name.clone() } else { format!("{prefix}.{name}") };
+            for child in &tree.children {
+                walk(child, &path, out);
+            }
+            if let Some(column) = tree.column {
+                out.push((path, ColumnOwner { column, tree }));
+            }
+        }
+        let mut out = Vec::new();
+        for tree in fields {
+            walk(tree, "", &mut out);
+        }
+        out.sort_by_key(|(_, owner)| owner.column);
+        out
+    }
+
     /// All columns of this field, depth first.
     pub fn columns(&self) -> Vec<u32> {
         let mut out = Vec::new();
@@ -122,6 +154,14 @@ pub fn fixed_width_bits(data_type: &DataType) -> Option<u64> {
         DataType::Boolean => Some(1),
         DataType::FixedSizeBinary(n) => u64::try_from(*n).ok().map(|n| n * 8),
         other => other.primitive_width().map(|w| w as u64 * 8),
+    }
+}
+
+/// Width in bits of one row of a fixed-width type, fixed-size lists of them included.
+pub fn row_bits(data_type: &DataType) -> Option<u64> {
+    match data_type {
+        DataType::FixedSizeList(item, size) => row_bits(item.data_type()).map(|b| b * (*size).max(0) as u64),
+        other => fixed_width_bits(other),
     }
 }
 
@@ -162,7 +202,7 @@ fn assign_field(field: &FieldRef, next: &mut u32) -> Result<FieldColumns> {
         field.name()
     );
     let layout = Layout::of(data_type).map_err(|_| {
-        Error::Unsupported(format!("field {:?} has type {data_type}, which looseleaf cannot store", field.name()))
+        Error::unsupported(format!("field {:?} has type {data_type}, which looseleaf cannot store", field.name()))
     })?;
     if let DataType::Map(entries, _) = data_type {
         ensure!(
@@ -175,7 +215,7 @@ fn assign_field(field: &FieldRef, next: &mut u32) -> Result<FieldColumns> {
     }
     let column = if layout.has_column(field.is_nullable()) {
         let column = *next;
-        *next = next.checked_add(1).ok_or_else(|| Error::Unsupported("more than 2^32 columns".into()))?;
+        *next = next.checked_add(1).ok_or_else(|| Error::unsupported("more than 2^32 columns"))?;
         Some(column)
     } else {
         None
@@ -357,7 +397,7 @@ fn columns_from_proto(
 ) -> Result<FieldColumns> {
     let name = &field.name;
     let data_type = arrow_field.data_type();
-    let layout = Layout::of(data_type).map_err(|e| Error::corrupt("", format!("field {name:?}: {e}")))?;
+    let layout = Layout::of(data_type).map_err(|e| Error::corrupt(format!("field {name:?}: {e}")))?;
     let wants_column = !in_parent_column && layout.has_column(field.nullable);
     ensure!(
         field.column.is_some() == wants_column,
@@ -459,14 +499,14 @@ fn type_from_parts(t: &proto::DataType, children: &[FieldRef], name: &str) -> Re
         TypeKind::LargeBinary => DataType::LargeBinary,
         TypeKind::BinaryView => DataType::BinaryView,
         TypeKind::FixedSizeBinary => {
-            let n = i32::try_from(t.fixed_size).map_err(|_| Error::corrupt("", "fixed size binary width too large"))?;
+            let n = i32::try_from(t.fixed_size).map_err(|_| Error::corrupt("fixed size binary width too large"))?;
             DataType::FixedSizeBinary(n)
         }
         TypeKind::Struct => DataType::Struct(children.to_vec().into()),
         TypeKind::List => DataType::List(only_child(children, name)?),
         TypeKind::LargeList => DataType::LargeList(only_child(children, name)?),
         TypeKind::FixedSizeList => {
-            let n = i32::try_from(t.fixed_size).map_err(|_| Error::corrupt("", "fixed size list size too large"))?;
+            let n = i32::try_from(t.fixed_size).map_err(|_| Error::corrupt("fixed size list size too large"))?;
             DataType::FixedSizeList(only_child(children, name)?, n)
         }
         TypeKind::Map => {

@@ -8,13 +8,15 @@
 
 use std::ops::Range;
 
+use crate::options::ByteCount;
+
 /// How ranges are merged and split.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct CoalesceOptions {
     /// Ranges whose gap is at most this many bytes are read together.
-    pub gap: u64,
+    pub gap: ByteCount,
     /// Reads longer than this are split into pieces of at most this length.
-    pub max_read: u64,
+    pub max_read: ByteCount,
 }
 
 /// Computes the storage reads covering `ranges`: sorted, non-overlapping, each at most
@@ -25,13 +27,13 @@ pub fn coalesce_ranges(ranges: &[Range<u64>], options: CoalesceOptions) -> Vec<R
     let mut merged: Vec<Range<u64>> = Vec::with_capacity(sorted.len());
     for range in sorted {
         match merged.last_mut() {
-            Some(last) if range.start <= last.end.saturating_add(options.gap) => {
+            Some(last) if range.start <= last.end.saturating_add(options.gap.get()) => {
                 last.end = last.end.max(range.end);
             }
             _ => merged.push(range),
         }
     }
-    let max_read = options.max_read.max(1);
+    let max_read = options.max_read.get().max(1);
     let mut reads = Vec::with_capacity(merged.len());
     for range in merged {
         let mut start = range.start;
@@ -48,7 +50,7 @@ pub fn coalesce_ranges(ranges: &[Range<u64>], options: CoalesceOptions) -> Vec<R
 mod tests {
     use super::*;
 
-    const OPTS: CoalesceOptions = CoalesceOptions { gap: 10, max_read: 100 };
+    const OPTS: CoalesceOptions = CoalesceOptions { gap: ByteCount(10), max_read: ByteCount(100) };
 
     #[test]
     fn merges_near_ranges_and_splits_long_ones() {

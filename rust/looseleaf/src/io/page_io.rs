@@ -75,7 +75,7 @@ impl PageIo {
             let shared = combined
                 .get()
                 .cloned()
-                .ok_or_else(|| Error::Internal("a page's buffers were awaited before the page was scheduled".into()))?;
+                .ok_or_else(|| Error::internal("a page's buffers were awaited before the page was scheduled"))?;
             let buffers = shared.await?;
             Ok(buffers[slots].to_vec())
         })

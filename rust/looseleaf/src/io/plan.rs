@@ -131,7 +131,7 @@ impl EncodingsIo for PlanningIo {
             bytes: request.num_bytes(),
             reads,
         });
-        Box::pin(futures::future::ready(Err(Error::Internal("a planned read was awaited".into()))))
+        Box::pin(futures::future::ready(Err(Error::internal("a planned read was awaited"))))
     }
 
     fn spawn_indirect(&self, hint: IndirectHint, _step: BoxFuture<'static, ()>) {

@@ -71,15 +71,16 @@ impl RangeReader for ObjectStoreReader {
             let wanted = range.end - range.start;
             let bytes = self.store.get_range(&self.path, range.clone()).await.map_err(|e| self.map_err(e))?;
             if bytes.len() as u64 != wanted {
-                return Err(Error::corrupt(
-                    &self.location,
+                return Err(Error::corrupt_at(
+                    range.start,
                     format!(
                         "file is truncated: bytes {}..{} were asked for and {} came back",
                         range.start,
                         range.end,
                         bytes.len()
                     ),
-                ));
+                )
+                .with_location(&self.location));
             }
             Ok(bytes)
         })
@@ -125,20 +126,21 @@ impl LocalFileReader {
         let file = std::fs::File::open(path).map_err(|e| Error::io(location.clone(), e))?;
         let metadata = file.metadata().map_err(|e| Error::io(location.clone(), e))?;
         if metadata.is_dir() {
-            return Err(Error::InvalidArgument(format!("{location} is a directory, not a looseleaf file")));
+            return Err(Error::invalid_argument(format!("{location} is a directory, not a looseleaf file")));
         }
         Ok(Self { file: Arc::new(file), size: metadata.len(), location })
     }
 
     async fn read_at(&self, range: Range<u64>) -> Result<Bytes> {
         if range.end > self.size {
-            return Err(Error::corrupt(
-                &self.location,
+            return Err(Error::corrupt_at(
+                range.start,
                 format!(
                     "file is truncated: bytes {}..{} were asked for but the file has {} bytes",
                     range.start, range.end, self.size
                 ),
-            ));
+            )
+            .with_location(&self.location));
         }
         let file = self.file.clone();
         let location = self.location.clone();
@@ -154,7 +156,7 @@ impl LocalFileReader {
             Ok(Bytes::from(buf))
         })
         .await
-        .map_err(|e| Error::Internal(format!("a read task failed: {e}")))?
+        .map_err(|e| Error::internal(format!("a read task failed: {e}")))?
     }
 }
 

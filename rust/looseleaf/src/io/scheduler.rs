@@ -6,7 +6,8 @@
 //! of one they are issued in priority order among the reads queued at that moment.
 //!
 //! # Backpressure
-//! A read reserves its length from the byte budget when it is issued. The reservation of a whole
+//! A read reserves its length from the I/O buffer (`IoOptions::buffer`, the byte budget of data
+//! read but not yet consumed) when it is issued. The reservation of a whole
 //! request is returned when its future resolves, that is, when a decoder takes the bytes (or the
 //! future is dropped). The head of the queue is issued only while
 //! - fewer than `io_depth` reads are in flight, and
@@ -29,6 +30,7 @@
 
 use std::cmp::Reverse;
 use std::collections::{BTreeMap, BinaryHeap};
+use std::num::NonZeroUsize;
 use std::ops::Range;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, Weak};
@@ -43,33 +45,36 @@ use super::{
     coalesce_ranges,
 };
 use crate::error::{Error, Result};
+use crate::options::ByteCount;
 
 /// Settings of an [`IoScheduler`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct IoOptions {
-    /// Maximum number of reads in flight.
-    pub io_depth: usize,
-    /// Byte budget of read but not yet consumed data (see the module documentation).
-    pub buffer_bytes: u64,
+    /// Maximum number of reads in flight (the I/O depth).
+    pub depth: NonZeroUsize,
+    /// The I/O buffer: bytes read but not yet consumed before reads pause (see the module
+    /// documentation for when it may be exceeded). A buffer of 0 bytes is allowed: every read
+    /// then waits for the bypass, one at a time.
+    pub buffer: ByteCount,
     /// How ranges are merged and split into reads.
     pub coalesce: CoalesceOptions,
 }
 
 impl IoOptions {
-    /// Defaults for local disks: 8 reads in flight, a 256 MiB budget, ranges within 4 KiB merged,
-    /// reads of at most 16 MiB.
+    /// Defaults for local disks: 8 reads in flight, a 256 MiB buffer, ranges within 4 KiB
+    /// merged, reads of at most 16 MiB.
     pub const LOCAL: IoOptions = IoOptions {
-        io_depth: 8,
-        buffer_bytes: 256 * 1024 * 1024,
-        coalesce: CoalesceOptions { gap: 4 * 1024, max_read: 16 * 1024 * 1024 },
+        depth: NonZeroUsize::MIN.saturating_add(7),
+        buffer: ByteCount::mib(256),
+        coalesce: CoalesceOptions { gap: ByteCount::kib(4), max_read: ByteCount::mib(16) },
     };
 
     /// Defaults for object stores: 64 reads in flight (their latency needs many), a 2 GiB
-    /// budget, ranges within 64 KiB merged, reads of at most 16 MiB.
+    /// buffer, ranges within 64 KiB merged, reads of at most 16 MiB.
     pub const OBJECT_STORE: IoOptions = IoOptions {
-        io_depth: 64,
-        buffer_bytes: 2 * 1024 * 1024 * 1024,
-        coalesce: CoalesceOptions { gap: 64 * 1024, max_read: 16 * 1024 * 1024 },
+        depth: NonZeroUsize::MIN.saturating_add(63),
+        buffer: ByteCount::gib(2),
+        coalesce: CoalesceOptions { gap: ByteCount::kib(64), max_read: ByteCount::mib(16) },
     };
 }
 
@@ -234,7 +239,6 @@ impl IoScheduler {
 
     /// A scheduler reading from `reader` whose reads run on `runtime`.
     pub fn with_runtime(reader: Arc<dyn RangeReader>, options: IoOptions, runtime: tokio::runtime::Handle) -> Self {
-        let options = IoOptions { io_depth: options.io_depth.max(1), ..options };
         Self {
             inner: Arc::new(Inner {
                 reader,
@@ -332,7 +336,7 @@ impl EncodingsIo for IoScheduler {
         Box::pin(receiver.map(move |received| match received {
             Ok(Ok(delivery)) => Ok(delivery.buffers),
             Ok(Err(e)) => Err(e),
-            Err(_) => Err(Error::Internal(format!("the I/O scheduler of {location} stopped before a read completed"))),
+            Err(_) => Err(Error::internal(format!("the I/O scheduler of {location} stopped before a read completed"))),
         }))
     }
 
@@ -377,7 +381,7 @@ impl Inner {
     /// decoder is waiting for. Urgent reads therefore never change the order of reads the budget
     /// lets through anyway.
     fn dispatch_locked(self: &Arc<Self>, state: &mut State) {
-        while state.in_flight < self.options.io_depth {
+        while state.in_flight < self.options.depth.get() {
             if let Some(Reverse(head)) = state.queue.peek() {
                 let (request, index) = (head.request.clone(), head.index);
                 match self.try_issue_locked(state, &request, index, false) {
@@ -419,7 +423,7 @@ impl Inner {
         }
         let read = request.reads[index].clone();
         let len = read.end - read.start;
-        let fits = state.reserved_bytes.saturating_add(len) <= self.options.buffer_bytes;
+        let fits = state.reserved_bytes.saturating_add(len) <= self.options.buffer.get();
         let most_urgent =
             state.reserved_priorities.first_key_value().is_none_or(|(lowest, _)| request.priority <= *lowest);
         if !fits && !most_urgent && !urgent {
@@ -523,7 +527,7 @@ fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
 fn assemble(ranges: &[Range<u64>], reads: &[Range<u64>], results: Vec<Option<Bytes>>) -> Result<Vec<Bytes>> {
     let results: Vec<Bytes> = results
         .into_iter()
-        .map(|r| r.ok_or_else(|| Error::Internal("a read completed without data".into())))
+        .map(|r| r.ok_or_else(|| Error::internal("a read completed without data")))
         .collect::<Result<_>>()?;
     ranges
         .iter()
@@ -534,7 +538,7 @@ fn assemble(ranges: &[Range<u64>], reads: &[Range<u64>], results: Vec<Option<Byt
             // Reads are sorted and disjoint: the first read ending after the range's start
             // holds its first byte.
             let first = reads.partition_point(|read| read.end <= range.start);
-            let read = reads.get(first).ok_or_else(|| Error::Internal("range outside its reads".into()))?;
+            let read = reads.get(first).ok_or_else(|| Error::internal("range outside its reads"))?;
             if range.end <= read.end {
                 let start = (range.start - read.start) as usize;
                 let end = (range.end - read.start) as usize;
@@ -609,8 +613,12 @@ mod tests {
         }
     }
 
-    const OPTS: IoOptions =
-        IoOptions { io_depth: 1, buffer_bytes: 100, coalesce: CoalesceOptions { gap: 0, max_read: 1000 } };
+    const OPTS: IoOptions = IoOptions {
+        depth: NonZeroUsize::MIN,
+        buffer: ByteCount(100),
+        coalesce: CoalesceOptions { gap: ByteCount(0), max_read: ByteCount(1000) },
+    };
+    const DEPTH_8: NonZeroUsize = NonZeroUsize::MIN.saturating_add(7);
 
     #[tokio::test]
     async fn issues_by_priority_with_depth_one() {
@@ -631,7 +639,7 @@ mod tests {
     #[tokio::test]
     async fn budget_holds_reads_until_bytes_are_taken_and_bypass_lets_urgent_reads_through() {
         let reader = gated(1000);
-        let scheduler = IoScheduler::new(reader.clone(), IoOptions { io_depth: 8, ..OPTS });
+        let scheduler = IoScheduler::new(reader.clone(), IoOptions { depth: DEPTH_8, ..OPTS });
         reader.gate.add_permits(100);
         // Two 50-byte requests at rows 10 and 20 fill the 100-byte budget.
         let a = scheduler.submit(request(0..50, 10));
@@ -660,7 +668,7 @@ mod tests {
     #[tokio::test]
     async fn dropped_requests_release_their_budget_and_are_not_read() {
         let reader = gated(1000);
-        let scheduler = IoScheduler::new(reader.clone(), IoOptions { io_depth: 8, ..OPTS });
+        let scheduler = IoScheduler::new(reader.clone(), IoOptions { depth: DEPTH_8, ..OPTS });
         reader.gate.add_permits(100);
         let a = scheduler.submit(request(0..100, 1));
         let b = scheduler.submit(request(100..200, 2));

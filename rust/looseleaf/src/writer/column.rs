@@ -8,8 +8,9 @@ use arrow_schema::DataType;
 
 use super::shred::ColumnKind;
 use crate::encodings::compression::compress_buffers;
+use crate::encodings::logical::array_to_block;
 use crate::encodings::logical::list::lengths_to_block;
-use crate::encodings::logical::primitive::{array_to_block, encoded_size, rows_within};
+use crate::encodings::logical::primitive::{encoded_size, rows_within};
 use crate::encodings::physical::encode_block;
 use crate::encodings::statistics::page_statistics;
 use crate::encodings::strategy::{EncodingPolicy, PageEncoder, ValueKind};
@@ -82,7 +83,7 @@ impl ColumnWriter {
                 let lengths = array
                     .as_any()
                     .downcast_ref::<arrow_array::Int64Array>()
-                    .ok_or_else(|| Error::Internal("list column received something else than lengths".into()))?;
+                    .ok_or_else(|| Error::internal("list column received something else than lengths"))?;
                 lengths_to_block(lengths)?
             }
             ColumnKind::Values | ColumnKind::Validity => (array_to_block(array)?, 0),

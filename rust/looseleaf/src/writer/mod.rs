@@ -205,7 +205,7 @@ impl FileWriter {
         }
         for (column, array) in arrays {
             let index = column as usize;
-            let writer = self.columns.get_mut(index).ok_or_else(|| Error::Internal(format!("no column {column}")))?;
+            let writer = self.columns.get_mut(index).ok_or_else(|| Error::internal(format!("no column {column}")))?;
             for page in writer.append(array, self.options.page_size) {
                 self.write_page(index, page?).await?;
             }
@@ -297,17 +297,16 @@ impl FileWriter {
         let tail = FileTail {
             footer_offset: self.position,
             footer_length: u32::try_from(footer_bytes.len())
-                .map_err(|_| Error::Unsupported("a schema whose footer exceeds 4 GiB".into()))?,
+                .map_err(|_| Error::unsupported("a schema whose footer exceeds 4 GiB"))?,
             footer_crc: crc32fast::hash(&footer_bytes),
             table_offset,
-            num_columns: u32::try_from(entries.len())
-                .map_err(|_| Error::Unsupported("more than 2^32 columns".into()))?,
+            num_columns: u32::try_from(entries.len()).map_err(|_| Error::unsupported("more than 2^32 columns"))?,
             major: MAJOR_VERSION,
             minor: MINOR_VERSION,
         };
         self.write_bytes(&footer_bytes).await?;
         self.write_bytes(&tail.to_bytes()).await?;
-        let upload = self.upload.take().ok_or_else(|| Error::Internal("writer already finished".into()))?;
+        let upload = self.upload.take().ok_or_else(|| Error::internal("writer already finished"))?;
         upload.finish().await.map_err(|e| Error::io(self.location.clone(), e))?;
         Ok(FinishedFile { num_rows: self.num_rows, num_bytes: self.position })
     }
@@ -343,7 +342,7 @@ impl FileWriter {
     }
 
     async fn write_bytes(&mut self, bytes: &[u8]) -> Result<()> {
-        let upload = self.upload.as_mut().ok_or_else(|| Error::Internal("writer already finished".into()))?;
+        let upload = self.upload.as_mut().ok_or_else(|| Error::internal("writer already finished"))?;
         upload.wait_for_capacity(UPLOAD_CONCURRENCY).await.map_err(|e| Error::io(self.location.clone(), e))?;
         upload.write(bytes);
         self.position += bytes.len() as u64;

@@ -33,35 +33,21 @@ pub enum ColumnKind {
 /// The dotted path, the kind and the type of the arrays received of every column of `fields`,
 /// in column order.
 pub fn column_kinds(fields: &[FieldColumns]) -> Result<Vec<(String, ColumnKind, DataType)>> {
-    let mut out = Vec::new();
-    for tree in fields {
-        collect_kinds(tree, "", &mut out)?;
-    }
-    Ok(out.into_iter().map(|(_, path, (kind, data_type))| (path, kind, data_type)).collect())
-}
-
-type Collected = (u32, String, (ColumnKind, DataType));
-
-fn collect_kinds(tree: &FieldColumns, prefix: &str, out: &mut Vec<Collected>) -> Result<()> {
-    let path = if prefix.is_empty() { tree.field.name().clone() } else { format!("{prefix}.{}", tree.field.name()) };
-    let layout = Layout::of(tree.field.data_type())?;
-    if let Some(column) = tree.column {
-        let kind = match layout {
-            Layout::Leaf => (ColumnKind::Values, tree.field.data_type().clone()),
+    let columns = FieldColumns::column_paths(fields);
+    let mut out = Vec::with_capacity(columns.len());
+    for (position, (path, owner)) in columns.into_iter().enumerate() {
+        if owner.column as usize != position {
+            bail!(internal, "columns are not numbered depth first");
+        }
+        let data_type = owner.tree.field.data_type();
+        let (kind, data_type) = match Layout::of(data_type)? {
+            Layout::Leaf => (ColumnKind::Values, data_type.clone()),
             Layout::Struct | Layout::FixedSizeList => (ColumnKind::Validity, DataType::Boolean),
             Layout::List => (ColumnKind::ListLengths, DataType::Int64),
         };
-        if column as usize != out.len() {
-            bail!(internal, "columns are not numbered depth first");
-        }
-        out.push((column, path.clone(), kind));
+        out.push((path, kind, data_type));
     }
-    if layout != Layout::Leaf {
-        for child in &tree.children {
-            collect_kinds(child, &path, out)?;
-        }
-    }
-    Ok(())
+    Ok(out)
 }
 
 /// Appends to `out` the array of each column of the field of `tree`, whose values are `array`.

@@ -33,7 +33,7 @@ use futures::future::BoxFuture;
 use looseleaf::format::proto::{ColumnMetadata, encoding::Kind};
 use looseleaf::format::{ColumnEntry, FileTail, TAIL_LEN, decode_checked};
 use looseleaf::io::{CoalesceOptions, LocalFileReader, RangeReader};
-use looseleaf::{FileWriter, FinishedFile, IoOptions, IoStats, ReadBuilder, WriterOptions};
+use looseleaf::{ByteCount, FileWriter, FinishedFile, IoOptions, IoStats, ReadBuilder, WriterOptions};
 use rand::rngs::StdRng;
 use rand::seq::IndexedRandom;
 use rand::{Rng, SeedableRng};
@@ -47,6 +47,11 @@ pub fn runtime() -> &'static tokio::runtime::Runtime {
     RUNTIME.get_or_init(|| {
         tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().expect("runtime")
     })
+}
+
+/// A non-zero count for the read options (tests pass literals and small computed values).
+pub fn nz(n: usize) -> std::num::NonZeroUsize {
+    std::num::NonZeroUsize::new(n).expect("a count of at least 1")
 }
 
 /// A deterministic random generator.
@@ -969,15 +974,18 @@ pub fn random_io(rng: &mut StdRng) -> Option<IoOptions> {
     let local = IoOptions::LOCAL;
     match rng.random_range(0..6) {
         0 => None,
-        1 => Some(IoOptions { io_depth: 1, ..local }),
-        2 => Some(IoOptions { io_depth: 1, buffer_bytes: 1, ..local }),
-        3 => Some(IoOptions { io_depth: 4, buffer_bytes: 1, ..local }),
+        1 => Some(IoOptions { depth: nz(1), ..local }),
+        2 => Some(IoOptions { depth: nz(1), buffer: ByteCount(1), ..local }),
+        3 => Some(IoOptions { depth: nz(4), buffer: ByteCount(1), ..local }),
         4 => Some(IoOptions {
-            io_depth: 3,
-            buffer_bytes: 4096,
-            coalesce: CoalesceOptions { gap: 0, max_read: rng.random_range(16..=200) },
+            depth: nz(3),
+            buffer: ByteCount(4096),
+            coalesce: CoalesceOptions { gap: ByteCount(0), max_read: ByteCount(rng.random_range(16..=200)) },
         }),
-        _ => Some(IoOptions { coalesce: CoalesceOptions { gap: 1 << 20, max_read: 1 << 30 }, ..local }),
+        _ => Some(IoOptions {
+            coalesce: CoalesceOptions { gap: ByteCount(1 << 20), max_read: ByteCount(1 << 30) },
+            ..local
+        }),
     }
 }
 
@@ -989,7 +997,7 @@ pub fn with_random_settings(rng: &mut StdRng, read: ReadBuilder) -> ReadBuilder 
     };
     match rng.random_range(0..3) {
         0 => read,
-        n => read.with_decode_parallelism(n),
+        n => read.with_decode_parallelism(nz(n)),
     }
 }
 
@@ -1017,10 +1025,11 @@ impl RangeReader for MemoryReader {
     fn get_range(&self, range: Range<u64>) -> BoxFuture<'_, looseleaf::Result<Bytes>> {
         Box::pin(async move {
             if range.start > range.end || range.end > self.data.len() as u64 {
-                return Err(looseleaf::Error::corrupt(
-                    &self.location,
-                    format!("bytes {range:?} asked of a {}-byte file", self.data.len()),
-                ));
+                return Err(looseleaf::Error::corrupt(format!(
+                    "bytes {range:?} asked of a {}-byte file",
+                    self.data.len()
+                ))
+                .with_location(&self.location));
             }
             Ok(self.data.slice(range.start as usize..range.end as usize))
         })

@@ -75,7 +75,7 @@ pub fn array_from_block(
     };
     let max = positions.iter().fold(0, |max, p| max.max(*p));
     if max > max_key {
-        return Err(Error::InvalidArgument(format!(
+        return Err(Error::invalid_argument(format!(
             "a dictionary of more values than {key} keys can index; read it with wider keys"
         )));
     }

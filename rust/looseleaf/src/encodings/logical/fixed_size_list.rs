@@ -5,14 +5,15 @@
 
 use std::sync::Arc;
 
+use arrow_array::cast::AsArray;
 use arrow_array::{Array, ArrayRef, FixedSizeListArray};
 use arrow_buffer::NullBuffer;
 use arrow_schema::{DataType, FieldRef};
 
-use super::primitive::{array_to_block, block_to_array};
+use super::primitive::{self, Split, split_nulls, with_nulls};
 use crate::encodings::{DataBlock, FixedWidthBlock};
 use crate::error::{Result, bail, ensure};
-use crate::format::schema::fixed_width_bits;
+use crate::format::schema::row_bits;
 
 /// The values of a fixed-size list array (without its own validity) as a block.
 pub fn values_to_block(array: &FixedSizeListArray) -> Result<DataBlock> {
@@ -25,14 +26,14 @@ pub fn values_to_block(array: &FixedSizeListArray) -> Result<DataBlock> {
         values.len(),
         array.len()
     );
-    Ok(DataBlock::FixedSizeList { dimension, values: Box::new(array_to_block(values.as_ref())?) })
+    Ok(DataBlock::FixedSizeList { dimension, values: Box::new(with_nulls(values.as_ref(), item_values_to_block)?) })
 }
 
-/// Width in bits of one row of a fixed-width list (or value) type.
-pub fn row_bits(data_type: &DataType) -> Option<u64> {
-    match data_type {
-        DataType::FixedSizeList(item, size) => row_bits(item.data_type()).map(|b| b * (*size).max(0) as u64),
-        other => fixed_width_bits(other),
+/// The values of an item array: fixed-width values, or fixed-size lists of them.
+fn item_values_to_block(items: &dyn Array) -> Result<DataBlock> {
+    match items.data_type() {
+        DataType::FixedSizeList(..) => values_to_block(items.as_fixed_size_list()),
+        _ => primitive::values_to_block(items),
     }
 }
 
@@ -61,6 +62,12 @@ pub fn array_from_block(values: DataBlock, nulls: Option<NullBuffer>, item: &Fie
         }
         _ => bail!(corrupt, "a page of a fixed-size list column decodes to an incompatible block"),
     };
-    let values = block_to_array(child, item.data_type())?;
+    let values = match (split_nulls(child, item.data_type())?, item.data_type()) {
+        (Split::Done(array), _) => array,
+        (Split::Values(item_nulls, values), DataType::FixedSizeList(inner, inner_size)) => {
+            array_from_block(values, item_nulls, inner, *inner_size)?
+        }
+        (Split::Values(item_nulls, values), item_type) => primitive::array_from_values(values, item_nulls, item_type)?,
+    };
     Ok(Arc::new(FixedSizeListArray::try_new(item.clone(), size, values, nulls)?))
 }

@@ -43,7 +43,7 @@ pub fn lengths_to_block(lengths: &Int64Array) -> Result<(DataBlock, u64)> {
     let mut total = 0u64;
     offsets.push(0u64);
     for length in lengths.values() {
-        let length = u64::try_from(*length).map_err(|_| Error::Internal("negative list length".into()))?;
+        let length = u64::try_from(*length).map_err(|_| Error::internal("negative list length"))?;
         total += length;
         offsets.push(total);
     }
@@ -85,7 +85,7 @@ pub fn offset_bounds(block: &DataBlock) -> Result<(u64, u64)> {
         bail!(corrupt, "a page of a list column does not decode to list offsets")
     };
     let bounds = offsets.offset_at(0).zip(offsets.offset_at(offsets.num_values as usize));
-    bounds.ok_or_else(|| Error::corrupt("", "list offsets buffer is too short"))
+    bounds.ok_or_else(|| Error::corrupt("list offsets buffer is too short"))
 }
 
 /// Builds a list array of `data_type` (list, large list or map) from offsets starting at zero,
@@ -98,7 +98,7 @@ pub fn list_array(
 ) -> Result<ArrayRef> {
     ensure!(offsets.first() == Some(&0), internal, "list offsets must start at zero");
     let too_many = || {
-        Error::InvalidArgument(format!(
+        Error::invalid_argument(format!(
             "a batch of this {data_type} column holds more than 2^31 items; read it with a smaller batch size"
         ))
     };

@@ -1,6 +1,6 @@
-//! Arrow types stored in one column of values (fixed-width primitives, booleans, strings and
-//! binaries of every offset width and the view variants, the null type, and fixed-size lists of
-//! fixed-width values through [`super::fixed_size_list`]) to and from [`DataBlock`]s.
+//! Flat Arrow types (fixed-width primitives, booleans, strings and binaries of every offset
+//! width and the view variants, the null type) to and from [`DataBlock`]s. Dictionaries and
+//! fixed-size lists, which are built on these, are in their own modules; [`super`] dispatches.
 //!
 //! | Arrow type | block |
 //! |---|---|
@@ -22,47 +22,46 @@ use arrow_buffer::{Buffer, MutableBuffer, NullBuffer};
 use arrow_data::ArrayDataBuilder;
 use arrow_schema::DataType;
 
-use super::fixed_size_list::{self, row_bits};
 use crate::encodings::{DataBlock, FixedWidthBlock, VariableWidthBlock};
 use crate::error::{Error, Result, bail, ensure};
-use crate::format::schema::{fixed_width_bits, is_variable_width};
+use crate::format::schema::{fixed_width_bits, is_variable_width, row_bits};
 
-/// Turns an array of a flat type into a block.
+/// Turns an array of a flat type into a block, nulls included.
 ///
 /// # Errors
-/// [`Error::Unsupported`] for nested types.
+/// [`Error::Unsupported`] for other types.
 pub fn array_to_block(array: &dyn Array) -> Result<DataBlock> {
+    with_nulls(array, values_to_block)
+}
+
+/// The block of `array`: all-null, or the block of its values (`values`) wrapped in its validity
+/// when it has nulls. Logical nulls count: a dictionary array's rows pointing at null values are
+/// null too.
+pub fn with_nulls(array: &dyn Array, values: impl FnOnce(&dyn Array) -> Result<DataBlock>) -> Result<DataBlock> {
     let len = array.len() as u64;
-    // Logical nulls: a dictionary array's rows pointing at null values are null too.
     let nulls = array.logical_nulls();
     let null_count = nulls.as_ref().map_or(0, |n| n.null_count());
     if matches!(array.data_type(), DataType::Null) || (len > 0 && null_count == array.len()) {
         return Ok(DataBlock::AllNull { num_values: len });
     }
-    let values = values_to_block(array)?;
+    let values = values(array)?;
     Ok(match nulls.filter(|n| n.null_count() > 0) {
         Some(nulls) => DataBlock::Nullable { validity: nulls.inner().clone(), values: Box::new(values) },
         None => values,
     })
 }
 
-fn values_to_block(array: &dyn Array) -> Result<DataBlock> {
+/// The values of an array of a flat type (without its validity) as a block.
+pub fn values_to_block(array: &dyn Array) -> Result<DataBlock> {
     let data_type = array.data_type();
     let len = array.len() as u64;
-    if let DataType::FixedSizeList(..) = data_type {
-        return fixed_size_list::values_to_block(array.as_fixed_size_list());
-    }
-    if let DataType::Dictionary(..) = data_type {
-        return super::dictionary::dictionary_to_block(array);
-    }
     if let DataType::Boolean = data_type {
         return Ok(DataBlock::Boolean(array.as_boolean().values().clone()));
     }
     if let Some(bits) = fixed_width_bits(data_type) {
         let data = array.to_data();
         let w = (bits / 8) as usize;
-        let buffer =
-            data.buffers().first().ok_or_else(|| Error::Internal("fixed-width array without buffer".into()))?;
+        let buffer = data.buffers().first().ok_or_else(|| Error::internal("fixed-width array without buffer"))?;
         let data = buffer.slice_with_length(data.offset() * w, array.len() * w);
         return Ok(DataBlock::FixedWidth(FixedWidthBlock { data, bits_per_value: bits, num_values: len }));
     }
@@ -110,27 +109,49 @@ fn views_to_block<T: arrow_array::types::ByteViewType + ?Sized>(array: &GenericB
     }
 }
 
-/// Turns a decoded block into an array of `data_type`.
+/// Turns a decoded block into an array of the flat type `data_type`, nulls included.
 ///
 /// # Errors
 /// [`Error::Corrupt`] if the block does not fit the type or Arrow rejects the data.
 pub fn block_to_array(block: DataBlock, data_type: &DataType) -> Result<ArrayRef> {
+    match split_nulls(block, data_type)? {
+        Split::Done(array) => Ok(array),
+        Split::Values(nulls, values) => array_from_values(values, nulls, data_type),
+    }
+}
+
+/// A decoded block split into its validity and its values.
+pub enum Split {
+    /// An array already (all null, or of the null type).
+    Done(ArrayRef),
+    /// The validity, if any, and the block of the values.
+    Values(Option<NullBuffer>, DataBlock),
+}
+
+/// Splits a decoded block of a field of `data_type` into its validity and its values.
+///
+/// # Errors
+/// [`Error::Corrupt`] if validity and values differ in length.
+pub fn split_nulls(block: DataBlock, data_type: &DataType) -> Result<Split> {
     let num_values = block.num_values() as usize;
     if let DataType::Null = data_type {
-        return Ok(Arc::new(NullArray::new(num_values)));
+        return Ok(Split::Done(Arc::new(NullArray::new(num_values))));
     }
     let (nulls, values) = match block {
-        DataBlock::AllNull { num_values } => return Ok(new_null_array(data_type, num_values as usize)),
+        DataBlock::AllNull { num_values } => return Ok(Split::Done(new_null_array(data_type, num_values as usize))),
         DataBlock::Nullable { validity, values } => (Some(NullBuffer::new(validity)), *values),
         other => (None, other),
     };
     ensure!(values.num_values() as usize == num_values, corrupt, "validity and values hold different numbers of rows");
-    if let DataType::Dictionary(key, value_type) = data_type {
-        return super::dictionary::array_from_block(values, nulls, key, value_type);
-    }
-    if let DataBlock::Dictionary { indices, dictionary } = values {
-        return super::dictionary::materialize(*indices, &dictionary, nulls, data_type);
-    }
+    Ok(Split::Values(nulls, values))
+}
+
+/// The array of the flat type `data_type` holding `values` with validity `nulls`.
+///
+/// # Errors
+/// [`Error::Corrupt`] if the block does not fit the type or Arrow rejects the data.
+pub fn array_from_values(values: DataBlock, nulls: Option<NullBuffer>, data_type: &DataType) -> Result<ArrayRef> {
+    let num_values = values.num_values() as usize;
     match (data_type, values) {
         (DataType::Boolean, DataBlock::Boolean(bits)) => {
             ensure!(
@@ -152,7 +173,6 @@ pub fn block_to_array(block: DataBlock, data_type: &DataType) -> Result<ArrayRef
         (_, DataBlock::VariableWidth(block)) if is_variable_width(data_type) => {
             variable_width_array(block, nulls, data_type)
         }
-        (DataType::FixedSizeList(item, size), values) => fixed_size_list::array_from_block(values, nulls, item, *size),
         (_, other) => {
             bail!(corrupt, "a page of a {data_type} column decodes to an incompatible block ({})", block_kind(&other))
         }
@@ -190,7 +210,7 @@ fn variable_width_array(
             .map(i32::try_from)
             .collect::<std::result::Result<Vec<i32>, _>>()
             .map_err(|_| {
-                Error::InvalidArgument(format!(
+                Error::invalid_argument(format!(
                     "a batch of this {data_type} column holds more than 2 GiB of data; read it with a smaller batch size"
                 ))
             })?;

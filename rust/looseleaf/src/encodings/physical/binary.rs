@@ -52,7 +52,7 @@ impl BinaryScheduler {
             bail!(corrupt, "binary encoding with {bits}-bit offsets (must be 32 or 64)")
         }
         let offsets_page = PageContext {
-            num_rows: page.num_rows.checked_add(1).ok_or_else(|| Error::corrupt("", "page size overflows"))?,
+            num_rows: page.num_rows.checked_add(1).ok_or_else(|| Error::corrupt("page size overflows"))?,
             ..*page
         };
         let (offsets, offsets_size): (Box<dyn PageScheduler>, u64) = match encoding.offsets.as_deref() {
@@ -141,9 +141,8 @@ impl PageScheduler for BinaryScheduler {
         io.spawn_indirect(self.data.size, step.boxed());
         let index = RangeIndex::new(ranges.iter().map(|r| r.end - r.start));
         Box::pin(async move {
-            let (offsets, data_loaded) = receiver
-                .await
-                .map_err(|_| Error::Internal("the indirect read of a binary page was cancelled".into()))??;
+            let (offsets, data_loaded) =
+                receiver.await.map_err(|_| Error::internal("the indirect read of a binary page was cancelled"))??;
             let data = data_loaded.await?;
             ensure!(
                 data.len() == offsets.len(),
@@ -250,7 +249,7 @@ fn slice_rows(block: &VariableWidthBlock, start: u64, len: u64) -> Result<DataBl
     let end = start
         .checked_add(len)
         .filter(|end| *end <= block.num_values)
-        .ok_or_else(|| Error::Internal("rows past the end of a binary page".into()))?;
+        .ok_or_else(|| Error::internal("rows past the end of a binary page"))?;
     let w = block.bits_per_offset as usize / 8;
     ensure!(block.offsets.len() >= (end as usize + 1) * w, corrupt, "binary offsets buffer is too short");
     let offsets = block.offsets.slice_with_length(start as usize * w, (len as usize + 1) * w);

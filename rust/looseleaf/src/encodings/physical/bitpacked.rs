@@ -212,7 +212,7 @@ pub fn encode(
     let range = max.wrapping_sub(min) as u128;
     let bit_width = super::integers::bits_needed(range);
     if bit_width as usize > lane_bytes * 8 {
-        return Err(Error::Internal(format!("a range of {bit_width} bits does not fit {lane_bytes}-byte lanes")));
+        return Err(Error::internal(format!("a range of {bit_width} bits does not fit {lane_bytes}-byte lanes")));
     }
     let deltas: Vec<u64> =
         block.data.as_slice().chunks_exact(value_bytes).map(|v| read_int(v, signed).wrapping_sub(min) as u64).collect();

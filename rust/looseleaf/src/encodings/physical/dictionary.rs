@@ -112,7 +112,7 @@ impl PageDecoder for DictionaryDecoder {
         let indices = self.indices.decode(rows_to_skip, num_rows)?;
         match &indices {
             DataBlock::FixedWidth(block) if block.bits_per_value == self.index_bytes as u64 * 8 => {}
-            _ => return Err(Error::corrupt("", "dictionary indices do not decode to integers of their width")),
+            _ => return Err(Error::corrupt("dictionary indices do not decode to integers of their width")),
         }
         Ok(DataBlock::Dictionary { indices: Box::new(indices), dictionary: self.dictionary()? })
     }

@@ -37,7 +37,7 @@ impl FixedSizeListScheduler {
         let num_values = page
             .num_rows
             .checked_mul(dimension)
-            .ok_or_else(|| Error::corrupt("", "fixed-size list page size overflows"))?;
+            .ok_or_else(|| Error::corrupt("fixed-size list page size overflows"))?;
         let child = PageContext { num_rows: num_values, ..*page };
         let values = super::page_scheduler(Some(values), &child)?;
         Ok(Self { dimension, values, num_rows: page.num_rows })

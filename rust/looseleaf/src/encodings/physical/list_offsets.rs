@@ -38,9 +38,8 @@ impl ListOffsetsScheduler {
         if bits != 32 && bits != 64 {
             bail!(corrupt, "list offsets of {bits} bits (must be 32 or 64)")
         }
-        let expected = (page.num_rows + 1)
-            .checked_mul(bits as u64 / 8)
-            .ok_or_else(|| Error::corrupt("", "page size overflows"))?;
+        let expected =
+            (page.num_rows + 1).checked_mul(bits as u64 / 8).ok_or_else(|| Error::corrupt("page size overflows"))?;
         let buffer = page.buffer(encoding.buffer, Some(expected), "list offsets")?;
         Ok(Self { buffer, bits_per_offset: bits, num_rows: page.num_rows })
     }

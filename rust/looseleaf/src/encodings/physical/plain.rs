@@ -34,10 +34,8 @@ impl PlainScheduler {
             bail!(corrupt, "plain encoding with {bits} bits per value (must be 1 or a multiple of 8)")
         }
         let bytes_per_value = bits / 8;
-        let expected = page
-            .num_rows
-            .checked_mul(bytes_per_value)
-            .ok_or_else(|| crate::Error::corrupt("", "page size overflows"))?;
+        let expected =
+            page.num_rows.checked_mul(bytes_per_value).ok_or_else(|| crate::Error::corrupt("page size overflows"))?;
         let buffer = page.buffer(encoding.buffer, Some(expected), "plain values")?;
         Ok(Self { buffer, bytes_per_value, num_rows: page.num_rows })
     }

@@ -1,5 +1,15 @@
-//! [`DecodeBatchStream`]: the decode loop.
+//! The decode loop: [`DecodeBatchStream`] waits for the rows of each batch, then hands out the
+//! task that decodes it; [`DecodeBatchStream::into_stream`] runs those tasks in parallel and
+//! yields the batches in row order.
+//!
+//! # Invariants
+//! - Batches come out in row order whatever the decode parallelism (`buffered`, not
+//!   `buffer_unordered`).
+//! - All fields of a batch wait together, so every page the batch needs is taken out of the I/O
+//!   buffer as soon as it is loaded: what makes the I/O scheduler's priority bypass sufficient.
+//! - Batch size is unrelated to page size: a page is decoded in as many pieces as batches need.
 
+use std::num::NonZeroUsize;
 use std::sync::Arc;
 
 use arrow_array::{RecordBatch, RecordBatchOptions};
@@ -9,7 +19,8 @@ use futures::{StreamExt, TryFutureExt};
 
 use std::time::Instant;
 
-use super::{DecodeTask, FieldDecoder, ReadMetrics};
+use super::field_decoder::{DecodeTask, FieldDecoder};
+use super::metrics::ReadMetrics;
 use crate::error::{Error, Result};
 
 /// The decode loop: waits for the rows of each batch, then hands out the task that decodes it.
@@ -32,10 +43,11 @@ impl DecodeBatchStream {
         schema: SchemaRef,
         fields: Vec<Box<dyn FieldDecoder>>,
         num_rows: u64,
-        batch_size: u64,
+        batch_size: NonZeroUsize,
         metrics: Arc<ReadMetrics>,
     ) -> Self {
-        Self { schema, fields, rows_remaining: num_rows, batch_size: batch_size.max(1), failed: false, metrics }
+        let batch_size = batch_size.get() as u64;
+        Self { schema, fields, rows_remaining: num_rows, batch_size, failed: false, metrics }
     }
 
     /// Waits until the rows of the next batch are loaded and returns the task that decodes it,
@@ -71,7 +83,7 @@ impl DecodeBatchStream {
     /// The batches, decoded by up to `parallelism` tasks at once on `runtime`, in order.
     pub fn into_stream(
         self,
-        parallelism: usize,
+        parallelism: NonZeroUsize,
         runtime: tokio::runtime::Handle,
     ) -> BoxStream<'static, Result<RecordBatch>> {
         futures::stream::unfold(self, |mut stream| async move { stream.next_task().await.map(|task| (task, stream)) })
@@ -81,11 +93,11 @@ impl DecodeBatchStream {
                     let task = task?;
                     runtime
                         .spawn(async move { task.run() })
-                        .map_err(|e| Error::Internal(format!("a decode task failed: {e}")))
+                        .map_err(|e| Error::internal(format!("a decode task failed: {e}")))
                         .await?
                 }
             })
-            .buffered(parallelism.max(1))
+            .buffered(parallelism.get())
             .boxed()
     }
 }

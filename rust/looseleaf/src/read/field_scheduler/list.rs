@@ -4,7 +4,7 @@
 //! but only once it is read — except when the whole page is read: its items are then all the
 //! items of the page, known from the metadata (`num_items`). A run of consecutive whole pages
 //! is scheduled in one step: the offsets of each page, and the items of the whole run, at once
-//! and without an offsets-then-items round trip. One items decoder serves the run (so an item
+//! and without an offsets-then-items round trip. One set of item pages serves the run (so an item
 //! page straddling two list pages is read once, whole, and nested lists below are whole pages
 //! again); the items' priorities are interpolated within each page between its first and last
 //! rows ([`RowPriority::Interpolated`]), and the I/O scheduler orders everything by priority.
@@ -14,26 +14,24 @@
 //! waits for the offsets, works out the items they point at, and schedules those items — with
 //! the exact top-level row each serves as priority ([`RowPriority::Items`]) and as indirect
 //! requests, urgent whenever the page is (a decoder waiting for the page waits for its items
-//! too; see [`IndirectIo`]). Each level of list nesting adds one such step. The page's decoder
-//! receives the offsets and a decoder of exactly those items.
+//! too; see [`IndirectIo`]). Each level of list nesting adds one such step. The page carries
+//! the offsets and the pages of exactly those items ([`ListPage`]).
 
 use std::ops::Range;
 use std::sync::Arc;
 
 use arrow_schema::FieldRef;
 use futures::FutureExt;
-use futures::lock::Mutex;
-use tokio::sync::{mpsc, oneshot};
+use tokio::sync::oneshot;
 
 use super::column::PendingPages;
-use super::{
-    ColumnJob, ColumnPages, FieldScheduler, ReadContext, RowPriority, RowSelection, StartedField, schedule_all,
-};
-use crate::decoder::{FieldDecoder, ListFieldDecoder, ListPage, SharedItems};
+use super::{ColumnPages, FieldScheduler, ReadContext, RowPriority, RowSelection, StartedField};
 use crate::encodings::PageDecoder;
 use crate::encodings::logical::list::{offset_bounds, offsets_from_block};
 use crate::error::{Error, Result, ensure};
-use crate::io::{EncodingsIo, IndirectIo, PageIo, Priority};
+use crate::io::{EncodingsIo, IndirectIo, Priority};
+use crate::read::pages::{FieldPages, ListItems, ListPage, PageSender, ScheduledPage, page_channel};
+use crate::read::scheduling_loop::{ColumnJob, schedule_all};
 
 /// Schedules a list field: its offsets column and, through it, its items.
 pub struct ListFieldScheduler {
@@ -58,7 +56,7 @@ impl FieldScheduler for ListFieldScheduler {
         priority: &Arc<RowPriority>,
         context: &ReadContext,
     ) -> Result<StartedField> {
-        let (sender, receiver) = mpsc::unbounded_channel();
+        let (sender, receiver) = page_channel();
         let job = ListColumnJob {
             pages: PendingPages::new(self.offsets.clone(), selection, priority.clone()),
             items: self.items.clone(),
@@ -66,8 +64,7 @@ impl FieldScheduler for ListFieldScheduler {
             context: context.clone(),
             sender,
         };
-        let decoder = ListFieldDecoder::new(self.field.data_type().clone(), receiver, context.clone());
-        Ok((vec![Box::new(job)], Box::new(decoder)))
+        Ok((vec![Box::new(job)], FieldPages::List { data_type: self.field.data_type().clone(), pages: receiver }))
     }
 }
 
@@ -77,7 +74,7 @@ pub struct ListColumnJob {
     items: Arc<dyn FieldScheduler>,
     item_bytes: u64,
     context: ReadContext,
-    sender: mpsc::UnboundedSender<super::ScheduledPage<ListPage>>,
+    sender: PageSender<ListPage>,
 }
 
 impl ColumnJob for ListColumnJob {
@@ -95,9 +92,7 @@ impl ColumnJob for ListColumnJob {
         }
         let Some((index, ranges, priority)) = self.pages.pop() else { return Ok(()) };
         let column = self.pages.column().clone();
-        let scheduler = column.page_scheduler(index)?;
-        let page_io = PageIo::new(io.clone(), priority, column.column);
-        let offsets = scheduler.schedule_ranges(&ranges, &page_io);
+        let (offsets, page_io) = column.schedule_page(index, &ranges, priority, io)?;
         let urgency = page_io.urgency().clone();
         let num_rows: u64 = ranges.iter().map(|r| r.end - r.start).sum();
         // Indirect I/O: the items are known once these lists' offsets are decoded.
@@ -120,15 +115,13 @@ impl ColumnJob for ListColumnJob {
             }
             .boxed(),
         );
-        page_io.finish();
         let load = async move {
-            let (offsets, items) = receiver
-                .await
-                .map_err(|_| Error::Internal("the indirect read of a page of lists was cancelled".into()))??;
-            Ok(ListPage::new(offsets, Arc::new(Mutex::new(items))))
+            let (offsets, items) =
+                receiver.await.map_err(|_| Error::internal("the indirect read of a page of lists was cancelled"))??;
+            Ok(ListPage { offsets, items: ListItems::new(items) })
         }
         .boxed();
-        let _ = self.sender.send(super::ScheduledPage { num_rows, load, urgency });
+        let _ = self.sender.send(ScheduledPage::submit(num_rows, load, page_io));
         Ok(())
     }
 }
@@ -144,17 +137,13 @@ impl ListColumnJob {
         let mut last_row = 0;
         while self.pages.next_is_whole() {
             let Some((index, ranges, priority)) = self.pages.pop() else { break };
-            let scheduler = column.page_scheduler(index)?;
-            let page_io = PageIo::new(io.clone(), priority, column.column);
-            let offsets = scheduler.schedule_ranges(&ranges, &page_io);
-            let urgency = page_io.urgency().clone();
-            page_io.finish();
+            let (offsets, page_io) = column.schedule_page(index, &ranges, priority, io)?;
             let (rows, items) = (column.page_rows(index), column.page_items(index));
             breakpoint_items.push(items.start);
             breakpoint_rows.push(parent.priority(rows.start).0);
             last_row = parent.priority(rows.end.saturating_sub(1)).0;
             let end = items.end;
-            pages.push((rows.end - rows.start, items, offsets, urgency));
+            pages.push((rows.end - rows.start, items, offsets, page_io));
             // The run's items must be one range: stop at a page not adjacent to this one.
             if self.pages.peek_index().is_some_and(|next| column.page_items(next).start != end) {
                 break;
@@ -166,20 +155,26 @@ impl ListColumnJob {
         breakpoint_rows.push(last_row);
         let priority =
             Arc::new(RowPriority::Interpolated { items: breakpoint_items.into(), rows: breakpoint_rows.into() });
+        // The offsets pages are submitted first (they serve the lowest rows), then the items.
+        let mut submitted = Vec::with_capacity(pages.len());
+        for (num_rows, page_items, offsets, page_io) in pages {
+            submitted.push((num_rows, page_items, ScheduledPage::submit(num_rows, offsets, page_io)));
+        }
         let (mut jobs, items) =
             self.items.start(&Arc::new(RowSelection::range(item_range)), &priority, &self.context)?;
         schedule_all(&mut jobs, io)?;
-        let items: SharedItems = Arc::new(Mutex::new(items));
-        for (num_rows, page_items, offsets, urgency) in pages {
+        let items = ListItems::new(items);
+        for (num_rows, page_items, page) in submitted {
             let items = items.clone();
             let num_items = page_items.end - page_items.start;
+            let offsets = page.load;
             let load = async move {
                 let offsets = offsets.await?;
                 check_whole_page(offsets.as_ref(), num_items)?;
-                Ok(ListPage::new(offsets, items))
+                Ok(ListPage { offsets, items })
             }
             .boxed();
-            let _ = self.sender.send(super::ScheduledPage { num_rows, load, urgency });
+            let _ = self.sender.send(ScheduledPage { num_rows, load, urgency: page.urgency });
         }
         Ok(())
     }
@@ -213,8 +208,8 @@ struct ItemsStep {
 
 impl ItemsStep {
     /// Waits for the offsets, then schedules the items they point at (without waiting for
-    /// those) and returns the offsets and the decoder of the items.
-    async fn run(self) -> Result<(Box<dyn PageDecoder>, Box<dyn FieldDecoder>)> {
+    /// those) and returns the offsets and the pages of the items.
+    async fn run(self) -> Result<(Box<dyn PageDecoder>, FieldPages)> {
         let offsets = self.offsets.await?;
         let num_items = self.page_items.end - self.page_items.start;
         let mut item_ranges = Vec::with_capacity(self.ranges.len());

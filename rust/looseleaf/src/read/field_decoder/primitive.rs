@@ -2,14 +2,13 @@
 
 use arrow_schema::DataType;
 use futures::future::BoxFuture;
-use tokio::sync::mpsc;
 
 use super::{DecodeTask, FieldDecoder, PageQueue};
 use crate::encodings::DataBlock;
+use crate::encodings::logical::block_to_array;
 use crate::encodings::logical::dictionary::concat_dictionaries;
-use crate::encodings::logical::primitive::block_to_array;
 use crate::error::Result;
-use crate::scheduler::{ReadContext, ScheduledPage};
+use crate::read::pages::ReadContext;
 
 /// Decodes a flat field from the pages of its one column.
 pub struct PrimitiveFieldDecoder {
@@ -19,10 +18,9 @@ pub struct PrimitiveFieldDecoder {
 }
 
 impl PrimitiveFieldDecoder {
-    /// A decoder of `data_type` values from the pages arriving on `receiver`.
-    pub fn new(data_type: DataType, receiver: mpsc::UnboundedReceiver<ScheduledPage>, context: ReadContext) -> Self {
-        let location = context.location.clone();
-        Self { data_type, pages: PageQueue::new(receiver, context), location }
+    /// A decoder of `data_type` values from `pages`.
+    pub fn new(data_type: DataType, pages: PageQueue, context: &ReadContext) -> Self {
+        Self { data_type, pages, location: context.location.clone() }
     }
 }
 

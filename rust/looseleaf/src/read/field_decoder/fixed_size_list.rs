@@ -10,7 +10,7 @@ use futures::future::BoxFuture;
 use super::r#struct::{implied_nulls, validity_from_pieces};
 use super::{DecodeTask, FieldDecoder, PageQueue};
 use crate::error::{Result, bail};
-use crate::scheduler::ReadContext;
+use crate::read::pages::ReadContext;
 
 /// Decodes a fixed-size list from its validity column (if any) and its items' decoder.
 pub struct FixedSizeListFieldDecoder {
@@ -28,9 +28,9 @@ impl FixedSizeListFieldDecoder {
         validity: Option<PageQueue>,
         items: Box<dyn FieldDecoder>,
         dimension: u64,
-        context: ReadContext,
+        context: &ReadContext,
     ) -> Self {
-        Self { field, validity, items, dimension, location: context.location }
+        Self { field, validity, items, dimension, location: context.location.clone() }
     }
 }
 

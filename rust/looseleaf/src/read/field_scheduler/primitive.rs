@@ -4,12 +4,11 @@
 use std::sync::Arc;
 
 use arrow_schema::FieldRef;
-use tokio::sync::mpsc;
 
 use super::column::{PendingPages, ValuesColumnJob};
 use super::{ColumnPages, FieldScheduler, ReadContext, RowPriority, RowSelection, StartedField};
-use crate::decoder::PrimitiveFieldDecoder;
 use crate::error::Result;
+use crate::read::pages::{FieldPages, page_channel};
 
 /// Schedules a field stored in one column of values.
 pub struct PrimitiveFieldScheduler {
@@ -29,12 +28,11 @@ impl FieldScheduler for PrimitiveFieldScheduler {
         &self,
         selection: &Arc<RowSelection>,
         priority: &Arc<RowPriority>,
-        context: &ReadContext,
+        _context: &ReadContext,
     ) -> Result<StartedField> {
-        let (sender, receiver) = mpsc::unbounded_channel();
+        let (sender, receiver) = page_channel();
         let pages = PendingPages::new(self.column.clone(), selection, priority.clone());
         let job = ValuesColumnJob::new(pages, sender);
-        let decoder = PrimitiveFieldDecoder::new(self.field.data_type().clone(), receiver, context.clone());
-        Ok((vec![Box::new(job)], Box::new(decoder)))
+        Ok((vec![Box::new(job)], FieldPages::Values { data_type: self.field.data_type().clone(), pages: receiver }))
     }
 }

@@ -4,17 +4,16 @@ use std::collections::VecDeque;
 use std::ops::Range;
 use std::sync::Arc;
 
-use tokio::sync::mpsc;
-
-use futures::future::BoxFuture;
-
-use super::{RowPriority, RowSelection};
-use crate::encodings::PageDecoder;
+use super::RowPriority;
 use crate::encodings::compression::CompressedPageScheduler;
 use crate::encodings::physical::{PageContext, page_scheduler};
+use crate::encodings::{PageLoad, PageScheduler};
 use crate::error::{Result, ensure};
 use crate::format::proto::{ColumnMetadata, PageMetadata};
-use crate::io::{EncodingsIo, PageIo, Priority, Urgency};
+use crate::io::{EncodingsIo, PageIo, Priority};
+use crate::read::pages::{PageReceiver, PageSender, ScheduledPage, page_channel};
+use crate::read::scheduling_loop::ColumnJob;
+use crate::read::selection::RowSelection;
 
 /// The decoded metadata of one column, with each page's first row.
 #[derive(Debug)]
@@ -37,7 +36,7 @@ impl ColumnPages {
     /// # Errors
     /// [`crate::Error::Corrupt`] if the page row counts overflow.
     pub fn try_new(column: u32, metadata: ColumnMetadata, data_end: u64) -> Result<Self> {
-        let overflow = || crate::Error::corrupt("", format!("row or item counts of column {column} overflow"));
+        let overflow = || crate::Error::corrupt(format!("row or item counts of column {column} overflow"));
         let mut starts = Vec::with_capacity(metadata.pages.len() + 1);
         let mut item_starts = Vec::with_capacity(metadata.pages.len() + 1);
         let (mut rows, mut items) = (0u64, 0u64);
@@ -98,7 +97,7 @@ impl ColumnPages {
     }
 
     /// Builds the scheduler tree of page `index`.
-    pub fn page_scheduler(&self, index: usize) -> Result<Box<dyn crate::encodings::PageScheduler>> {
+    pub fn page_scheduler(&self, index: usize) -> Result<Box<dyn PageScheduler>> {
         let page = &self.pages[index];
         let scheduler = if page.compression != 0 {
             Box::new(CompressedPageScheduler::try_new(page, self.data_end)?)
@@ -114,27 +113,22 @@ impl ColumnPages {
         );
         Ok(scheduler)
     }
-}
 
-/// A scheduled page on its way to a decoder: `T` is what the page's load resolves to (a
-/// [`PageDecoder`](crate::encodings::PageDecoder), or more for pages of lists).
-pub struct ScheduledPage<T = Box<dyn PageDecoder>> {
-    /// Number of selected rows in the page.
-    pub num_rows: u64,
-    /// The future of the loaded page.
-    pub load: BoxFuture<'static, Result<T>>,
-    /// Set by the decoder when it waits for the page.
-    pub urgency: Urgency,
-}
-
-/// Schedules the pages of one column, one at a time, in row order.
-pub trait ColumnJob: Send {
-    /// The priority of the next page to schedule (the lowest top-level row it serves), or
-    /// `None` when every page has been scheduled.
-    fn next_priority(&self) -> Option<Priority>;
-
-    /// Schedules the next page: submits its reads and sends its decoder on. Never waits.
-    fn schedule_next(&mut self, io: &Arc<dyn EncodingsIo>) -> Result<()>;
+    /// Schedules rows `ranges` of page `index` at `priority`: its page scheduler asks for the
+    /// page's byte ranges through the returned [`PageIo`], which the caller submits (with
+    /// [`ScheduledPage::submit`]) once it has added what else the page needs.
+    pub fn schedule_page(
+        &self,
+        index: usize,
+        ranges: &[Range<u64>],
+        priority: Priority,
+        io: &Arc<dyn EncodingsIo>,
+    ) -> Result<(PageLoad, PageIo)> {
+        let scheduler = self.page_scheduler(index)?;
+        let page_io = PageIo::new(io.clone(), priority, self.column);
+        let load = scheduler.schedule_ranges(ranges, &page_io);
+        Ok((load, page_io))
+    }
 }
 
 /// The selected pages of a column not yet scheduled, in order, with their priorities.
@@ -199,13 +193,30 @@ impl PendingPages {
 /// tree submits its reads, and the decoder receives the page's [`PageDecoder`] future.
 pub struct ValuesColumnJob {
     pages: PendingPages,
-    sender: mpsc::UnboundedSender<ScheduledPage>,
+    sender: PageSender,
 }
 
 impl ValuesColumnJob {
     /// A job scheduling `pages`, sending them to `sender`.
-    pub fn new(pages: PendingPages, sender: mpsc::UnboundedSender<ScheduledPage>) -> Self {
+    pub fn new(pages: PendingPages, sender: PageSender) -> Self {
         Self { pages, sender }
+    }
+}
+
+/// The job of a validity column (of a struct or fixed-size list), if the field has one, and
+/// the pages it will send.
+pub fn validity_job(
+    column: Option<&Arc<ColumnPages>>,
+    selection: &RowSelection,
+    priority: &Arc<RowPriority>,
+) -> (Option<Box<dyn ColumnJob>>, Option<PageReceiver>) {
+    match column {
+        Some(column) => {
+            let (sender, receiver) = page_channel();
+            let pages = PendingPages::new(column.clone(), selection, priority.clone());
+            (Some(Box::new(ValuesColumnJob::new(pages, sender))), Some(receiver))
+        }
+        None => (None, None),
     }
 }
 
@@ -221,15 +232,10 @@ impl ColumnJob for ValuesColumnJob {
             return Ok(());
         }
         let Some((index, ranges, priority)) = self.pages.pop() else { return Ok(()) };
-        let column = self.pages.column();
-        let scheduler = column.page_scheduler(index)?;
-        let page_io = PageIo::new(io.clone(), priority, column.column);
-        let load = scheduler.schedule_ranges(&ranges, &page_io);
-        let urgency = page_io.urgency().clone();
-        page_io.finish();
+        let (load, page_io) = self.pages.column().schedule_page(index, &ranges, priority, io)?;
         let num_rows = ranges.iter().map(|r| r.end - r.start).sum();
         // A closed channel means the decoder is gone (the read was dropped): nothing to do.
-        let _ = self.sender.send(ScheduledPage { num_rows, load, urgency });
+        let _ = self.sender.send(ScheduledPage::submit(num_rows, load, page_io));
         Ok(())
     }
 }

@@ -4,12 +4,11 @@
 use std::sync::Arc;
 
 use arrow_schema::FieldRef;
-use tokio::sync::mpsc;
 
-use super::column::{PendingPages, ValuesColumnJob};
+use super::column::validity_job;
 use super::{ColumnPages, FieldScheduler, ReadContext, RowPriority, RowSelection, StartedField};
-use crate::decoder::{PageQueue, StructFieldDecoder};
 use crate::error::Result;
+use crate::read::pages::FieldPages;
 
 /// Schedules a struct's validity column (if any) and its children, over the same rows.
 pub struct StructFieldScheduler {
@@ -32,23 +31,14 @@ impl FieldScheduler for StructFieldScheduler {
         priority: &Arc<RowPriority>,
         context: &ReadContext,
     ) -> Result<StartedField> {
-        let mut jobs: Vec<Box<dyn super::ColumnJob>> = Vec::new();
-        let validity = match &self.validity {
-            Some(column) => {
-                let (sender, receiver) = mpsc::unbounded_channel();
-                let pages = PendingPages::new(column.clone(), selection, priority.clone());
-                jobs.push(Box::new(ValuesColumnJob::new(pages, sender)));
-                Some(PageQueue::new(receiver, context.clone()))
-            }
-            None => None,
-        };
+        let (validity_job, validity) = validity_job(self.validity.as_ref(), selection, priority);
+        let mut jobs: Vec<_> = validity_job.into_iter().collect();
         let mut children = Vec::with_capacity(self.children.len());
         for child in &self.children {
-            let (child_jobs, decoder) = child.start(selection, priority, context)?;
+            let (child_jobs, pages) = child.start(selection, priority, context)?;
             jobs.extend(child_jobs);
-            children.push(decoder);
+            children.push(pages);
         }
-        let decoder = StructFieldDecoder::new(self.field.clone(), validity, children, context.clone());
-        Ok((jobs, Box::new(decoder)))
+        Ok((jobs, FieldPages::Struct { field: self.field.clone(), validity, children }))
     }
 }

@@ -7,12 +7,11 @@
 use std::sync::Arc;
 
 use arrow_schema::FieldRef;
-use tokio::sync::mpsc;
 
-use super::column::{PendingPages, ValuesColumnJob};
+use super::column::validity_job;
 use super::{ColumnPages, FieldScheduler, ReadContext, RowPriority, RowSelection, StartedField};
-use crate::decoder::{FixedSizeListFieldDecoder, PageQueue};
 use crate::error::Result;
+use crate::read::pages::FieldPages;
 
 /// Schedules a fixed-size list's validity (if any) and its items.
 pub struct FixedSizeListFieldScheduler {
@@ -41,22 +40,15 @@ impl FieldScheduler for FixedSizeListFieldScheduler {
         priority: &Arc<RowPriority>,
         context: &ReadContext,
     ) -> Result<StartedField> {
-        let mut jobs: Vec<Box<dyn super::ColumnJob>> = Vec::new();
-        let validity = match &self.validity {
-            Some(column) => {
-                let (sender, receiver) = mpsc::unbounded_channel();
-                let pages = PendingPages::new(column.clone(), selection, priority.clone());
-                jobs.push(Box::new(ValuesColumnJob::new(pages, sender)));
-                Some(PageQueue::new(receiver, context.clone()))
-            }
-            None => None,
-        };
-        let d = self.dimension;
-        let items = Arc::new(selection.scaled(d));
-        let item_priority = Arc::new(RowPriority::Fixed { dimension: d, parent: priority.clone() });
-        let (item_jobs, items_decoder) = self.items.start(&items, &item_priority, context)?;
+        let (validity_job, validity) = validity_job(self.validity.as_ref(), selection, priority);
+        let mut jobs: Vec<_> = validity_job.into_iter().collect();
+        let dimension = self.dimension;
+        let items = Arc::new(selection.scaled(dimension));
+        let item_priority = Arc::new(RowPriority::Fixed { dimension, parent: priority.clone() });
+        let (item_jobs, items) = self.items.start(&items, &item_priority, context)?;
         jobs.extend(item_jobs);
-        let decoder = FixedSizeListFieldDecoder::new(self.field.clone(), validity, items_decoder, d, context.clone());
-        Ok((jobs, Box::new(decoder)))
+        let pages =
+            FieldPages::FixedSizeList { field: self.field.clone(), validity, items: Box::new(items), dimension };
+        Ok((jobs, pages))
     }
 }

@@ -10,7 +10,7 @@ use futures::future::BoxFuture;
 use super::{DecodeTask, FieldDecoder, PagePiece, PageQueue};
 use crate::encodings::DataBlock;
 use crate::error::{Result, bail};
-use crate::scheduler::ReadContext;
+use crate::read::pages::ReadContext;
 
 /// Decodes a struct from its validity column (if any) and its children's decoders.
 pub struct StructFieldDecoder {
@@ -26,9 +26,9 @@ impl StructFieldDecoder {
         field: FieldRef,
         validity: Option<PageQueue>,
         children: Vec<Box<dyn FieldDecoder>>,
-        context: ReadContext,
+        context: &ReadContext,
     ) -> Self {
-        Self { field, validity, children, location: context.location }
+        Self { field, validity, children, location: context.location.clone() }
     }
 }
 

@@ -3,11 +3,9 @@
 use std::collections::VecDeque;
 use std::sync::Arc;
 
-use tokio::sync::mpsc;
-
 use crate::encodings::{DataBlock, PageDecoder};
 use crate::error::{Result, ensure};
-use crate::scheduler::{ReadContext, ScheduledPage};
+use crate::read::pages::{PageReceiver, ReadContext};
 
 /// What a scheduled page loads into: it must say how many rows it holds.
 pub trait LoadedPage: Send + Sync + 'static {
@@ -58,7 +56,7 @@ struct QueuedPage<T> {
 /// budget (and count for backpressure) until then; the page's [`Urgency`](crate::io::Urgency)
 /// is set at that moment, so nothing holds its reads back any longer.
 pub struct PageQueue<T: LoadedPage = Box<dyn PageDecoder>> {
-    receiver: mpsc::UnboundedReceiver<ScheduledPage<T>>,
+    receiver: PageReceiver<T>,
     queue: VecDeque<QueuedPage<T>>,
     /// Rows received and not yet handed out.
     queued_rows: u64,
@@ -67,7 +65,7 @@ pub struct PageQueue<T: LoadedPage = Box<dyn PageDecoder>> {
 
 impl<T: LoadedPage> PageQueue<T> {
     /// A queue over the pages arriving on `receiver`.
-    pub fn new(receiver: mpsc::UnboundedReceiver<ScheduledPage<T>>, context: ReadContext) -> Self {
+    pub fn new(receiver: PageReceiver<T>, context: ReadContext) -> Self {
         Self { receiver, queue: VecDeque::new(), queued_rows: 0, context }
     }
 
@@ -124,7 +122,7 @@ impl<T: LoadedPage> PageQueue<T> {
         while wanted > 0 {
             let Some(page) = self.queue.front_mut() else { break };
             let PageState::Loaded(loaded) = &page.state else {
-                return Err(crate::Error::Internal("a page was handed out before it was loaded".into()));
+                return Err(crate::Error::internal("a page was handed out before it was loaded"));
             };
             let len = wanted.min(page.num_rows - page.consumed);
             if len > 0 {

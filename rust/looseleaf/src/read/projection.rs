@@ -47,7 +47,7 @@ pub fn project(fields: &[FieldColumns], paths: &[String]) -> Result<Vec<FieldCol
     for path in paths {
         let Some((top, chain)) = resolve(fields, path) else {
             let known: Vec<&str> = fields.iter().map(|f| f.field.name().as_str()).collect();
-            return Err(Error::InvalidArgument(format!(
+            return Err(Error::invalid_argument(format!(
                 "unknown column {path:?} (the columns are: {}; nested fields are named parent.child)",
                 known.join(", ")
             )));

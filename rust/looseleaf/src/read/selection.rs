@@ -1,8 +1,27 @@
-//! [`RowSelection`]: which top-level rows a read wants.
+//! [`RowSelection`]: which top-level rows a read wants, and the one place where rows a caller
+//! names (indices, ranges, row numbers from a front end) are checked.
 
+use std::fmt::Display;
 use std::ops::Range;
 
-use crate::error::{Result, ensure};
+use crate::error::{Error, Result, ensure};
+
+/// Converts row numbers a front end received (possibly negative) into rows, refusing negative
+/// ones with an error naming `argument`.
+///
+/// # Errors
+/// [`Error::InvalidArgument`] for the first negative value.
+pub fn row_numbers<T>(argument: &str, values: impl IntoIterator<Item = T>) -> Result<Vec<u64>>
+where
+    T: TryInto<u64> + Display + Copy,
+{
+    values
+        .into_iter()
+        .map(|value| {
+            value.try_into().map_err(|_| Error::invalid_argument(format!("{argument}: row {value} is negative")))
+        })
+        .collect()
+}
 
 /// A set of top-level rows as sorted, disjoint, non-adjacent, non-empty ranges.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
@@ -19,6 +38,32 @@ impl RowSelection {
     /// The rows of `range`.
     pub fn range(range: Range<u64>) -> Self {
         Self::from_sorted(vec![range])
+    }
+
+    /// The rows of `range`, checked to run forwards and to lie within a file of `num_rows` rows.
+    ///
+    /// # Errors
+    /// [`Error::InvalidArgument`] naming the range.
+    pub fn try_range(range: Range<u64>, num_rows: u64) -> Result<Self> {
+        ensure!(range.start <= range.end, invalid, "row range {range:?} ends before it starts");
+        ensure!(range.end <= num_rows, invalid, "row range {range:?} is out of range for a file of {num_rows} rows");
+        Ok(Self::range(range))
+    }
+
+    /// The rows at `indices` (any order, repeats allowed), checked to lie within a file of
+    /// `num_rows` rows.
+    ///
+    /// # Errors
+    /// [`Error::InvalidArgument`] naming the first index out of range.
+    pub fn try_from_indices(indices: &[u64], num_rows: u64) -> Result<Self> {
+        if let Some(bad) = indices.iter().find(|i| **i >= num_rows) {
+            return Err(Error::invalid_argument(format!(
+                "indices: row index {bad} is out of range for a file of {num_rows} rows"
+            )));
+        }
+        let mut sorted = indices.to_vec();
+        sorted.sort_unstable();
+        Ok(Self::from_sorted_indices(&sorted))
     }
 
     /// The rows of `indices`, which must be sorted ascending (duplicates allowed).

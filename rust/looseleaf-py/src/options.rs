@@ -1,0 +1,49 @@
+//! The core's parsers of options and locations, for the Python layers that receive them as
+//! text (the Spark data source, the command line): they translate, the core decides.
+
+use looseleaf::{ByteCount, Location};
+use pyo3::prelude::*;
+use pyo3::types::PyDict;
+
+use crate::errors::IntoPyResult;
+use crate::reader::read_options;
+
+/// Checks read options given by name and returns them normalised (numbers as ints, sizes in
+/// bytes), unset ones left out.
+#[pyfunction]
+#[pyo3(name = "read_options", signature = (**options))]
+pub fn check_read_options<'py>(py: Python<'py>, options: Option<&Bound<'py, PyDict>>) -> PyResult<Bound<'py, PyDict>> {
+    let options = read_options(options)?;
+    let out = PyDict::new(py);
+    if let Some(n) = options.batch_size {
+        out.set_item("batch_size", n.get())?;
+    }
+    if let Some(n) = options.io_depth {
+        out.set_item("io_depth", n.get())?;
+    }
+    if let Some(bytes) = options.io_buffer {
+        out.set_item("io_buffer_bytes", bytes.get())?;
+    }
+    if let Some(columns) = options.dictionary_columns {
+        out.set_item("dictionary_columns", columns)?;
+    }
+    if let Some(n) = options.decode_parallelism {
+        out.set_item("decode_parallelism", n.get())?;
+    }
+    Ok(out)
+}
+
+/// A size in bytes from text such as `134217728`, `128m` or `64 MiB`.
+#[pyfunction]
+pub fn parse_size(text: &str) -> PyResult<u64> {
+    text.parse::<ByteCount>().map(ByteCount::get).py_err()
+}
+
+/// A location as `(scheme, path)`: `("file", local path)` or `("memory", object path)`.
+#[pyfunction]
+pub fn parse_location(text: &str) -> PyResult<(&'static str, String)> {
+    Ok(match Location::parse(text).py_err()? {
+        Location::Local(path) => ("file", path.to_string_lossy().into_owned()),
+        Location::Memory(path) => ("memory", path.to_string()),
+    })
+}

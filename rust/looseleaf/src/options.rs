@@ -1,0 +1,271 @@
+//! [`ReadOptions`]: how a read is made (batch size, I/O depth and buffer, dictionary columns),
+//! from every front end down to the I/O scheduler, and [`ByteCount`], the unit of sizes.
+//!
+//! Options are validated once, where they are built: the typed fields only hold valid values
+//! (non-zero counts), and [`ReadOptions::set`] is the one place where options given by name —
+//! Python keywords, Spark options, command-line flags — are parsed and checked, so every front
+//! end reports a bad value with the same error, naming the option.
+//!
+//! Each field is optional: a read's options fall back on the reader's
+//! ([`FileReader::with_options`](crate::FileReader::with_options)), and those on the defaults the
+//! core owns ([`DEFAULT_BATCH_SIZE`], [`DEFAULT_BATCH_BYTES`], and the storage's own
+//! [`IoOptions`](crate::IoOptions)).
+
+use std::fmt;
+use std::num::NonZeroUsize;
+use std::str::FromStr;
+
+use crate::error::{Error, Result, bail};
+
+/// Default (and most) rows per output batch when the read does not set a batch size.
+pub const DEFAULT_BATCH_SIZE: NonZeroUsize = NonZeroUsize::MIN.saturating_add(8191);
+
+/// Bytes a default batch aims at: rows wider than `DEFAULT_BATCH_BYTES / DEFAULT_BATCH_SIZE`
+/// (embeddings, say) get fewer rows per batch, so a batch stays well within a page and rarely
+/// has to be copied together from two.
+pub const DEFAULT_BATCH_BYTES: ByteCount = ByteCount::mib(2);
+
+/// A number of bytes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Default)]
+pub struct ByteCount(pub u64);
+
+impl ByteCount {
+    /// `n` kibibytes.
+    pub const fn kib(n: u64) -> Self {
+        Self(n * 1024)
+    }
+
+    /// `n` mebibytes.
+    pub const fn mib(n: u64) -> Self {
+        Self(n * 1024 * 1024)
+    }
+
+    /// `n` gibibytes.
+    pub const fn gib(n: u64) -> Self {
+        Self(n * 1024 * 1024 * 1024)
+    }
+
+    /// The number of bytes.
+    pub const fn get(self) -> u64 {
+        self.0
+    }
+}
+
+impl fmt::Display for ByteCount {
+    /// Whole multiples of a binary unit are shown in it (`256 MiB`), other sizes in bytes.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let units = [(1u64 << 30, "GiB"), (1 << 20, "MiB"), (1 << 10, "KiB")];
+        match units.iter().find(|(size, _)| self.0 >= *size && self.0.is_multiple_of(*size)) {
+            Some((size, unit)) => write!(f, "{} {unit}", self.0 / size),
+            None => write!(f, "{} B", self.0),
+        }
+    }
+}
+
+impl FromStr for ByteCount {
+    type Err = Error;
+
+    /// A whole number of bytes, optionally followed by a unit: `B`, `KiB`/`KB`/`K`, `MiB`/`MB`/`M`,
+    /// `GiB`/`GB`/`G` (all binary multiples, case-insensitive, spaces allowed: `64 MiB`).
+    fn from_str(text: &str) -> Result<Self> {
+        let text = text.trim();
+        let split = text.find(|c: char| !c.is_ascii_digit()).unwrap_or(text.len());
+        let (digits, unit) = text.split_at(split);
+        let scale: u64 = match unit.trim().to_ascii_lowercase().as_str() {
+            "" | "b" => 1,
+            "k" | "kb" | "kib" => 1 << 10,
+            "m" | "mb" | "mib" => 1 << 20,
+            "g" | "gb" | "gib" => 1 << 30,
+            _ => bail!(invalid, "{text:?} is not a size (a number of bytes, optionally with KiB, MiB or GiB)"),
+        };
+        digits
+            .parse::<u64>()
+            .ok()
+            .and_then(|n| n.checked_mul(scale))
+            .map(ByteCount)
+            .ok_or_else(|| Error::invalid_argument(format!("{text:?} is not a size (a number of bytes)")))
+    }
+}
+
+/// A value of an option given by name (see [`ReadOptions::set`]), as a front end received it.
+#[derive(Debug, Clone, PartialEq)]
+pub enum OptionValue {
+    /// A whole number, possibly negative (a front end passes what the user typed).
+    Int(i128),
+    /// Text: a number or size to parse (Spark options and command-line flags are text), or one
+    /// name.
+    Text(String),
+    /// A list of names.
+    List(Vec<String>),
+    /// A boolean (never valid for the options that exist today; kept so the error says so).
+    Bool(bool),
+}
+
+impl fmt::Display for OptionValue {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Self::Int(n) => write!(f, "{n}"),
+            Self::Text(s) => write!(f, "{s:?}"),
+            Self::List(names) => write!(f, "{names:?}"),
+            Self::Bool(b) => write!(f, "{b}"),
+        }
+    }
+}
+
+/// How a read is made. `None` fields take the reader's value, then the core's default.
+///
+/// This type deliberately says nothing about *what* is read (columns, rows): that is the
+/// [`ReadBuilder`](crate::ReadBuilder)'s business.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ReadOptions {
+    /// Rows per output batch (the last batch may be shorter). Default: [`DEFAULT_BATCH_SIZE`]
+    /// rows, or fewer when the projected rows are wide: as many as fit in
+    /// [`DEFAULT_BATCH_BYTES`] of stored data (at least one).
+    pub batch_size: Option<NonZeroUsize>,
+    /// Reads in flight at once. Default: the storage's ([`IoOptions`](crate::IoOptions)).
+    pub io_depth: Option<NonZeroUsize>,
+    /// The I/O buffer: bytes read ahead of the consumer before reading pauses (see
+    /// [`IoScheduler`](crate::io::IoScheduler) for when it may be exceeded). Default: the
+    /// storage's. Never zero.
+    pub io_buffer: Option<ByteCount>,
+    /// Top-level columns returned as dictionary arrays (see
+    /// [`ReadBuilder::with_dictionary_columns`](crate::ReadBuilder::with_dictionary_columns)).
+    pub dictionary_columns: Option<Vec<String>>,
+    /// Batches decoded at once. Default: the number of CPUs.
+    pub decode_parallelism: Option<NonZeroUsize>,
+}
+
+/// The names [`ReadOptions::set`] knows, in the order the documentation lists them.
+pub const READ_OPTION_NAMES: [&str; 5] =
+    ["batch_size", "io_depth", "io_buffer_bytes", "dictionary_columns", "decode_parallelism"];
+
+impl ReadOptions {
+    /// Sets the option called `name` from a value a front end received.
+    ///
+    /// Names: `batch_size`, `io_depth`, `decode_parallelism` (whole numbers of at least 1),
+    /// `io_buffer_bytes` (a size of at least 1 byte: a number, or text such as `"64 MiB"`),
+    /// `dictionary_columns` (a list of column names, or one name).
+    ///
+    /// # Errors
+    /// [`Error::InvalidArgument`] naming the option, for an unknown name or a value out of range.
+    pub fn set(&mut self, name: &str, value: OptionValue) -> Result<()> {
+        match name {
+            "batch_size" => self.batch_size = Some(count(name, &value)?),
+            "io_depth" => self.io_depth = Some(count(name, &value)?),
+            "decode_parallelism" => self.decode_parallelism = Some(count(name, &value)?),
+            "io_buffer_bytes" => {
+                let bytes = match &value {
+                    OptionValue::Text(text) => text.parse::<ByteCount>().map_err(|e| named(name, e))?,
+                    _ => ByteCount(count(name, &value)?.get() as u64),
+                };
+                if bytes.0 == 0 {
+                    bail!(invalid, "{name} must be at least 1 byte, got {value}");
+                }
+                self.io_buffer = Some(bytes);
+            }
+            "dictionary_columns" => {
+                self.dictionary_columns = Some(match value {
+                    OptionValue::List(names) => names,
+                    OptionValue::Text(one) => vec![one],
+                    other => bail!(invalid, "{name} must be a list of column names, got {other}"),
+                })
+            }
+            other => bail!(invalid, "unknown read option {other:?} (the options are {})", READ_OPTION_NAMES.join(", ")),
+        }
+        Ok(())
+    }
+
+    /// These options, with every unset field taken from `defaults`.
+    pub fn or(&self, defaults: &ReadOptions) -> ReadOptions {
+        ReadOptions {
+            batch_size: self.batch_size.or(defaults.batch_size),
+            io_depth: self.io_depth.or(defaults.io_depth),
+            io_buffer: self.io_buffer.or(defaults.io_buffer),
+            dictionary_columns: self.dictionary_columns.clone().or_else(|| defaults.dictionary_columns.clone()),
+            decode_parallelism: self.decode_parallelism.or(defaults.decode_parallelism),
+        }
+    }
+
+    /// The I/O settings of a read with these options from a storage whose defaults are `storage`.
+    pub fn io_options(&self, storage: crate::IoOptions) -> crate::IoOptions {
+        crate::IoOptions {
+            depth: self.io_depth.unwrap_or(storage.depth),
+            buffer: self.io_buffer.unwrap_or(storage.buffer),
+            ..storage
+        }
+    }
+}
+
+/// A whole number of at least 1 from a value given for option `name`.
+fn count(name: &str, value: &OptionValue) -> Result<NonZeroUsize> {
+    let number = match value {
+        OptionValue::Int(n) => Some(*n),
+        OptionValue::Text(text) => text.trim().parse::<i128>().ok(),
+        OptionValue::List(_) | OptionValue::Bool(_) => None,
+    };
+    let Some(number) = number else { bail!(invalid, "{name} must be a whole number, got {value}") };
+    usize::try_from(number)
+        .ok()
+        .and_then(NonZeroUsize::new)
+        .ok_or_else(|| Error::invalid_argument(format!("{name} must be at least 1, got {number}")))
+}
+
+/// `error` (about a value) as an error about option `name`.
+fn named(name: &str, error: Error) -> Error {
+    match error {
+        Error::InvalidArgument { message, .. } => Error::invalid_argument(format!("{name}: {message}")),
+        other => other,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sizes_parse_and_print_in_binary_units() {
+        assert_eq!("64MiB".parse::<ByteCount>().unwrap(), ByteCount::mib(64));
+        assert_eq!(" 3 kb ".parse::<ByteCount>().unwrap(), ByteCount::kib(3));
+        assert_eq!("17".parse::<ByteCount>().unwrap(), ByteCount(17));
+        assert!("-1".parse::<ByteCount>().is_err());
+        assert!("1.5 GiB".parse::<ByteCount>().is_err());
+        assert!("99999999999999 GiB".parse::<ByteCount>().is_err());
+        assert_eq!(ByteCount::mib(256).to_string(), "256 MiB");
+        assert_eq!(ByteCount(1000).to_string(), "1000 B");
+    }
+
+    #[test]
+    fn options_by_name_are_checked_and_name_the_option() {
+        let mut options = ReadOptions::default();
+        options.set("batch_size", OptionValue::Int(100)).unwrap();
+        options.set("io_buffer_bytes", OptionValue::Text("1 MiB".into())).unwrap();
+        options.set("io_depth", OptionValue::Text("4".into())).unwrap();
+        assert_eq!(options.batch_size.map(NonZeroUsize::get), Some(100));
+        assert_eq!(options.io_buffer, Some(ByteCount::mib(1)));
+        assert_eq!(options.io_depth.map(NonZeroUsize::get), Some(4));
+        for (name, value) in [
+            ("batch_size", OptionValue::Int(0)),
+            ("io_depth", OptionValue::Int(-3)),
+            ("io_buffer_bytes", OptionValue::Int(0)),
+            ("io_buffer_bytes", OptionValue::Text("lots".into())),
+            ("decode_parallelism", OptionValue::Bool(true)),
+            ("dictionary_columns", OptionValue::Int(1)),
+        ] {
+            let e = options.clone().set(name, value).unwrap_err();
+            assert!(matches!(e, Error::InvalidArgument { .. }) && e.to_string().contains(name), "{e}");
+        }
+        let e = options.set("batchsize", OptionValue::Int(1)).unwrap_err();
+        assert!(e.to_string().contains("unknown read option \"batchsize\""), "{e}");
+    }
+
+    #[test]
+    fn unset_options_fall_back_on_defaults() {
+        let reader =
+            ReadOptions { batch_size: NonZeroUsize::new(10), io_depth: NonZeroUsize::new(2), ..Default::default() };
+        let read = ReadOptions { batch_size: NonZeroUsize::new(5), ..Default::default() };
+        let merged = read.or(&reader);
+        assert_eq!(merged.batch_size, NonZeroUsize::new(5));
+        assert_eq!(merged.io_depth, NonZeroUsize::new(2));
+        assert_eq!(merged.io_buffer, None);
+    }
+}

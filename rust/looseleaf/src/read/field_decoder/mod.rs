@@ -1,0 +1,64 @@
+//! Field decoders: turning loaded pages into the Arrow arrays of one field, batch by batch.
+//!
+//! Each projected field has a [`FieldDecoder`], built by [`field_decoder`] from the
+//! [`FieldPages`] its scheduler started. The [`DecodeBatchStream`](super::decode_stream) asks
+//! every field decoder for the next `batch_size` rows; a field decoder waits until the pages
+//! holding those rows are loaded and returns a [`DecodeTask`], a plain function doing the CPU
+//! work. Batch size and page size are independent: a page is decoded in as many pieces as
+//! batches need.
+//!
+//! Nested decoders compose like their schedulers: a struct's waits for its validity and its
+//! children together; a list's takes the offsets of its rows from its pages, then asks the
+//! decoder of those pages' items for exactly the items those rows hold.
+
+mod fixed_size_list;
+mod list;
+mod page_queue;
+mod primitive;
+mod r#struct;
+
+use arrow_array::ArrayRef;
+use futures::future::BoxFuture;
+
+pub use fixed_size_list::FixedSizeListFieldDecoder;
+pub use list::ListFieldDecoder;
+pub use page_queue::{LoadedPage, PagePiece, PageQueue};
+pub use primitive::PrimitiveFieldDecoder;
+pub use r#struct::StructFieldDecoder;
+
+use super::pages::{FieldPages, ReadContext};
+use crate::error::Result;
+
+/// The CPU part of decoding one field of one batch.
+pub type DecodeTask = Box<dyn FnOnce() -> Result<ArrayRef> + Send>;
+
+/// Decodes one field, batch after batch.
+pub trait FieldDecoder: Send {
+    /// Waits until the next `num_rows` rows of the field are loaded, then returns the task that
+    /// decodes them.
+    ///
+    /// # Cancel safety
+    /// Not cancel safe: dropping the future may lose rows; the read is then unusable.
+    fn next_batch(&mut self, num_rows: u64) -> BoxFuture<'_, Result<DecodeTask>>;
+}
+
+/// The decoder of a field whose pages arrive as `pages`.
+pub fn field_decoder(pages: FieldPages, context: &ReadContext) -> Box<dyn FieldDecoder> {
+    let queue = |receiver| PageQueue::new(receiver, context.clone());
+    match pages {
+        FieldPages::Values { data_type, pages } => {
+            Box::new(PrimitiveFieldDecoder::new(data_type, queue(pages), context))
+        }
+        FieldPages::Struct { field, validity, children } => {
+            let children = children.into_iter().map(|child| field_decoder(child, context)).collect();
+            Box::new(StructFieldDecoder::new(field, validity.map(queue), children, context))
+        }
+        FieldPages::List { data_type, pages } => {
+            Box::new(ListFieldDecoder::new(data_type, PageQueue::new(pages, context.clone()), context))
+        }
+        FieldPages::FixedSizeList { field, validity, items, dimension } => {
+            let items = field_decoder(*items, context);
+            Box::new(FixedSizeListFieldDecoder::new(field, validity.map(queue), items, dimension, context))
+        }
+    }
+}

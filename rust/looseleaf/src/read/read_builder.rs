@@ -1,0 +1,345 @@
+//! [`ReadBuilder`]: what a read returns and how, and the wiring of its three loops.
+//!
+//! [`ReadBuilder::stream`] resolves the projection, the rows and the options, builds the field
+//! schedulers, starts each field (column jobs on one side, [`FieldPages`] on the other), and
+//! connects the loops: the [scheduling loop](super::scheduling_loop) on a blocking thread, an
+//! [`IoScheduler`] between it and storage, and a [`DecodeBatchStream`] the caller polls.
+//! [`ReadBuilder::plan`] runs only the scheduling loop, against a [`PlanningIo`].
+
+use std::num::NonZeroUsize;
+use std::ops::Range;
+use std::pin::Pin;
+use std::sync::Arc;
+use std::task::{Context, Poll};
+
+use arrow_array::{RecordBatch, UInt64Array};
+use arrow_schema::{DataType, FieldRef, Schema, SchemaRef};
+use futures::stream::BoxStream;
+use futures::{Stream, StreamExt, TryStreamExt};
+
+use super::decode_stream::DecodeBatchStream;
+use super::field_decoder::field_decoder;
+use super::field_scheduler::RowPriority;
+use super::file_reader::FileReader;
+use super::metrics::{ReadMetrics, ReadTimings};
+use super::pages::ReadContext;
+use super::scheduling_loop::{ColumnJob, run_scheduling_loop};
+use super::selection::RowSelection;
+use crate::error::{Result, bail, ensure};
+use crate::format::schema::Layout;
+use crate::io::{EncodingsIo, IoOptions, IoPlan, IoScheduler, IoStats, PlanningIo};
+use crate::options::{DEFAULT_BATCH_BYTES, DEFAULT_BATCH_SIZE, ReadOptions};
+
+/// Which rows a read wants, as given (checked against the file when the read starts).
+#[derive(Debug, Clone)]
+enum Rows {
+    All,
+    Range(Range<u64>),
+    Indices(Vec<u64>),
+    Selection(RowSelection),
+}
+
+/// Describes a read of a [`FileReader`]; see [`FileReader::read`].
+///
+/// What is read: [`with_columns`](Self::with_columns) and the rows
+/// ([`with_row_range`](Self::with_row_range), [`with_indices`](Self::with_indices),
+/// [`with_selection`](Self::with_selection)). How: [`ReadOptions`] (over the reader's own), or
+/// a whole [`IoOptions`] with [`with_io_options`](Self::with_io_options). Nothing is checked
+/// until the read starts; every error names the file.
+#[derive(Clone)]
+pub struct ReadBuilder {
+    file: FileReader,
+    columns: Option<Vec<String>>,
+    rows: Rows,
+    options: ReadOptions,
+    /// Replaces the storage's I/O settings (coalescing included) when set.
+    io: Option<IoOptions>,
+}
+
+impl ReadBuilder {
+    pub(crate) fn new(file: FileReader) -> Self {
+        Self { file, columns: None, rows: Rows::All, options: ReadOptions::default(), io: None }
+    }
+
+    /// Reads only these columns, in this order: top-level names, or dotted paths into structs
+    /// and list items (see `docs/format.md`, projections).
+    pub fn with_columns(self, columns: Vec<String>) -> Self {
+        Self { columns: Some(columns), ..self }
+    }
+
+    /// Reads only the rows of `range` (an error at the start of the read if `range.start >
+    /// range.end` or the range runs past the last row).
+    pub fn with_row_range(self, range: Range<u64>) -> Self {
+        Self { rows: Rows::Range(range), ..self }
+    }
+
+    /// Reads only the rows at `indices` (any order, repeats allowed), in ascending order, once
+    /// each. [`take`](Self::take) returns them in the order given.
+    pub fn with_indices(self, indices: Vec<u64>) -> Self {
+        Self { rows: Rows::Indices(indices), ..self }
+    }
+
+    /// Reads only the rows of `selection`.
+    pub fn with_selection(self, selection: RowSelection) -> Self {
+        Self { rows: Rows::Selection(selection), ..self }
+    }
+
+    /// Sets the options of this read (unset ones fall back on the reader's).
+    pub fn with_options(self, options: ReadOptions) -> Self {
+        Self { options, ..self }
+    }
+
+    /// Rows per output batch; see [`ReadOptions::batch_size`].
+    pub fn with_batch_size(mut self, rows: NonZeroUsize) -> Self {
+        self.options.batch_size = Some(rows);
+        self
+    }
+
+    /// Returns these top-level columns (of flat types) as `DictionaryArray`s: dictionary-encoded
+    /// pages keep their dictionary without materialising the values, other pages are
+    /// dictionary-encoded as they are read. The keys are the narrowest of `Int8`, `Int16` and
+    /// `Int32` that can index both the largest dictionary among the column's pages and a whole
+    /// batch of distinct values, so they are known before the read. Columns written from
+    /// dictionary arrays are returned as dictionaries anyway, with the keys they were written with.
+    pub fn with_dictionary_columns(mut self, columns: Vec<String>) -> Self {
+        self.options.dictionary_columns = Some(columns);
+        self
+    }
+
+    /// How many batches are decoded at once; default: the number of CPUs.
+    pub fn with_decode_parallelism(mut self, parallelism: NonZeroUsize) -> Self {
+        self.options.decode_parallelism = Some(parallelism);
+        self
+    }
+
+    /// Replaces the storage's I/O settings (depth, buffer and coalescing) for this read; the
+    /// options' `io_depth` and `io_buffer` still apply on top.
+    pub fn with_io_options(self, io: IoOptions) -> Self {
+        Self { io: Some(io), ..self }
+    }
+
+    /// The options of the read: its own, then the reader's.
+    fn resolved_options(&self) -> ReadOptions {
+        self.options.or(self.file.options())
+    }
+
+    /// The I/O settings of the read.
+    fn io_options(&self) -> IoOptions {
+        let storage = self.io.unwrap_or_else(|| self.file.io_defaults());
+        self.resolved_options().io_options(storage)
+    }
+
+    /// The rows of the read, checked against the file.
+    fn selection(&self) -> Result<RowSelection> {
+        let num_rows = self.file.num_rows();
+        match &self.rows {
+            Rows::All => Ok(RowSelection::all(num_rows)),
+            Rows::Range(range) => RowSelection::try_range(range.clone(), num_rows),
+            Rows::Indices(indices) => RowSelection::try_from_indices(indices, num_rows),
+            Rows::Selection(selection) => {
+                selection.check_bounds(num_rows)?;
+                Ok(selection.clone())
+            }
+        }
+    }
+
+    /// Builds the schedulers and decoders of the read.
+    async fn start(&self) -> Result<StartedRead> {
+        let file = &self.file;
+        let options = self.resolved_options();
+        let selection = Arc::new(self.selection()?);
+        let mut fields = file.project(self.columns.as_deref())?;
+        for name in options.dictionary_columns.iter().flatten() {
+            let mut found = false;
+            for tree in fields.iter_mut().filter(|t| t.field.name() == name) {
+                found = true;
+                // A batch's dictionary is one page's dictionary, or the values its rows use
+                // (pages merged or plain pages encoded as read): never more values than the
+                // larger of the two.
+                let pages = file.load_columns(&tree.columns()).await?;
+                let largest = pages
+                    .values()
+                    .flat_map(|column| &column.pages)
+                    .map(|page| crate::encodings::physical::largest_dictionary(page.encoding.as_ref()))
+                    .max()
+                    .unwrap_or(0);
+                let batch_rows = options.batch_size.unwrap_or(DEFAULT_BATCH_SIZE).get() as u64;
+                tree.field = as_dictionary(&tree.field, largest.max(batch_rows))?;
+            }
+            ensure!(found, invalid, "dictionary_columns: {name:?} is not among the columns read");
+        }
+        let schema = Arc::new(Schema::new_with_metadata(
+            fields.iter().map(|f| f.field.clone()).collect::<Vec<_>>(),
+            file.schema().metadata().clone(),
+        ));
+        let (schedulers, row_bytes) = file.field_schedulers(&fields).await?;
+        let context = ReadContext::new(file.location());
+        let top_level = Arc::new(RowPriority::TopLevel);
+        let mut jobs = Vec::new();
+        let mut decoders = Vec::new();
+        for scheduler in schedulers {
+            let (field_jobs, pages) = scheduler.start(&selection, &top_level, &context)?;
+            jobs.extend(field_jobs);
+            decoders.push(field_decoder(pages, &context));
+        }
+        let batch_size = options.batch_size.unwrap_or_else(|| default_batch_size(row_bytes));
+        let stream =
+            DecodeBatchStream::new(schema.clone(), decoders, selection.num_rows(), batch_size, context.metrics.clone());
+        let parallelism = options
+            .decode_parallelism
+            .unwrap_or_else(|| std::thread::available_parallelism().unwrap_or(NonZeroUsize::MIN));
+        Ok(StartedRead { schema, jobs, stream, context, parallelism })
+    }
+
+    /// Starts the read and returns its stream of batches.
+    ///
+    /// Must be called (and the stream polled) inside a tokio runtime.
+    ///
+    /// # Errors
+    /// [`Error::InvalidArgument`](crate::Error::InvalidArgument) for rows out of range or an
+    /// unknown column; errors of the file's metadata; each names the file.
+    pub async fn stream(self) -> Result<RecordBatchStream> {
+        let location = self.file.location().to_string();
+        let started = self.start().await.map_err(|e| e.with_location(&location))?;
+        let io = IoScheduler::new(self.file.range_reader().clone(), self.io_options());
+        let io_dyn: Arc<dyn EncodingsIo> = Arc::new(io.clone());
+        let StartedRead { schema, jobs, stream, context, parallelism } = started;
+        let metrics = context.metrics.clone();
+        // The scheduling loop never waits for I/O but may run for a while on a large file: it
+        // gets a thread of its own rather than holding up a runtime worker.
+        tokio::task::spawn_blocking(move || run_scheduling_loop(jobs, &io_dyn, &context));
+        // Assembling a batch can fail on what the file says (a field declared non-nullable
+        // whose pages hold nulls): such errors name the file too.
+        let batches = stream
+            .into_stream(parallelism, tokio::runtime::Handle::current())
+            .map_err(move |e| e.with_location(&location))
+            .boxed();
+        Ok(RecordBatchStream { schema, batches, io, metrics })
+    }
+
+    /// Reads the rows at `indices` (any order, repeats allowed) and returns them in that order,
+    /// as one batch: the sorted, distinct rows are read once, then reordered.
+    ///
+    /// # Errors
+    /// As [`stream`](Self::stream); an index out of range is an
+    /// [`Error::InvalidArgument`](crate::Error::InvalidArgument) naming it.
+    pub async fn take(self, indices: &[u64]) -> Result<RecordBatch> {
+        let location = self.file.location().to_string();
+        let selection =
+            RowSelection::try_from_indices(indices, self.file.num_rows()).map_err(|e| e.with_location(&location))?;
+        let rows = NonZeroUsize::new(selection.num_rows() as usize).unwrap_or(NonZeroUsize::MIN);
+        let mut stream = self.with_selection(selection).with_batch_size(rows).stream().await?;
+        let schema = stream.schema().clone();
+        let batches: Vec<RecordBatch> = (&mut stream).try_collect().await?;
+        let batch = arrow_select::concat::concat_batches(&schema, &batches)?;
+        let mut sorted = indices.to_vec();
+        sorted.sort_unstable();
+        sorted.dedup();
+        if sorted.as_slice() == indices {
+            return Ok(batch);
+        }
+        let positions: UInt64Array =
+            indices.iter().map(|i| sorted.partition_point(|s| s < i) as u64).collect::<Vec<_>>().into();
+        Ok(arrow_select::take::take_record_batch(&batch, &positions)?)
+    }
+
+    /// Runs only the scheduling loop and returns the I/O the read would make.
+    ///
+    /// # Errors
+    /// As [`stream`](Self::stream).
+    pub async fn plan(self) -> Result<IoPlan> {
+        let location = self.file.location().to_string();
+        let StartedRead { jobs, context, stream, .. } = self.start().await.map_err(|e| e.with_location(&location))?;
+        let planner = Arc::new(PlanningIo::new(self.io_options().coalesce));
+        let io: Arc<dyn EncodingsIo> = planner.clone();
+        // The decoders stay alive while the loop runs: jobs stop scheduling once theirs is gone.
+        run_scheduling_loop(jobs, &io, &context)?;
+        drop(stream);
+        Ok(planner.plan())
+    }
+}
+
+/// `field` with its flat type read as a dictionary with the narrowest signed keys (the Arrow
+/// convention) that index `max_values` values.
+fn as_dictionary(field: &FieldRef, max_values: u64) -> Result<FieldRef> {
+    let key = if max_values <= i8::MAX as u64 + 1 {
+        DataType::Int8
+    } else if max_values <= i16::MAX as u64 + 1 {
+        DataType::Int16
+    } else {
+        DataType::Int32
+    };
+    let data_type = field.data_type();
+    let dictionary = match data_type {
+        DataType::Dictionary(..) => return Ok(field.clone()),
+        value
+            if Layout::of(value).ok() == Some(Layout::Leaf)
+                && !matches!(value, DataType::FixedSizeList(..) | DataType::Null) =>
+        {
+            DataType::Dictionary(Box::new(key), Box::new(value.clone()))
+        }
+        other => bail!(
+            invalid,
+            "dictionary_columns: column {:?} of type {other} cannot be read as a dictionary",
+            field.name()
+        ),
+    };
+    Ok(Arc::new(field.as_ref().clone().with_data_type(dictionary)))
+}
+
+/// The default batch size for rows of `row_bytes` stored bytes.
+fn default_batch_size(row_bytes: u64) -> NonZeroUsize {
+    let rows = (DEFAULT_BATCH_BYTES.get() / row_bytes.max(1)).min(DEFAULT_BATCH_SIZE.get() as u64);
+    NonZeroUsize::new(rows as usize).unwrap_or(NonZeroUsize::MIN)
+}
+
+struct StartedRead {
+    schema: SchemaRef,
+    jobs: Vec<Box<dyn ColumnJob>>,
+    stream: DecodeBatchStream,
+    context: ReadContext,
+    parallelism: NonZeroUsize,
+}
+
+/// The batches of a read, in row order.
+pub struct RecordBatchStream {
+    schema: SchemaRef,
+    batches: BoxStream<'static, Result<RecordBatch>>,
+    io: IoScheduler,
+    metrics: Arc<ReadMetrics>,
+}
+
+impl RecordBatchStream {
+    /// The schema of the batches.
+    pub fn schema(&self) -> &SchemaRef {
+        &self.schema
+    }
+
+    /// The read's I/O counters so far.
+    pub fn io_stats(&self) -> IoStats {
+        self.io.stats()
+    }
+
+    /// Where the read's time went so far: scheduling, waiting for I/O, decoding.
+    pub fn timings(&self) -> ReadTimings {
+        self.metrics.snapshot()
+    }
+
+    /// The read's timings (a handle that outlives the stream).
+    pub fn metrics(&self) -> &Arc<ReadMetrics> {
+        &self.metrics
+    }
+
+    /// The read's I/O scheduler (a handle that outlives the stream, for its counters).
+    pub fn io_scheduler(&self) -> &IoScheduler {
+        &self.io
+    }
+}
+
+impl Stream for RecordBatchStream {
+    type Item = Result<RecordBatch>;
+
+    fn poll_next(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Self::Item>> {
+        self.batches.poll_next_unpin(cx)
+    }
+}
