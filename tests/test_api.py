@@ -271,3 +271,85 @@ def test_dictionary_columns_keep_the_dictionary_with_narrow_keys(tmp_path, batch
     assert reader.to_table(columns=["mode"]).column("mode").combine_chunks().equals(column)
     # Eight distinct strings: the dictionary form holds far fewer bytes than the strings.
     assert as_dictionary.column("mode").nbytes * 2 < column.nbytes
+
+
+# Every read method, called with `options` and (where it reads rows) a negative row.
+READS = {
+    "read_all": lambda r, **o: r.read_all(**o).read_all(),
+    "read_range": lambda r, **o: r.read_range(0, 10, **o).read_all(),
+    "stream": lambda r, **o: pa.RecordBatchReader.from_stream(r.stream(**o)).read_all(),
+    "to_table": lambda r, **o: r.to_table(**o),
+    "take": lambda r, **o: r.take([3, 1], **o),
+    "plan": lambda r, **o: r.plan(**o),
+}
+NEGATIVE_ROWS = {
+    "read_range": lambda r: r.read_range(-1, 10),
+    "to_table": lambda r: r.to_table(start=-1),
+    "take": lambda r: r.take([3, -1]),
+    "plan": lambda r: r.plan(indices=[-2]),
+}
+
+
+@pytest.mark.parametrize("method", sorted(READS))
+@pytest.mark.parametrize(
+    ("options", "named"),
+    [
+        ({"batch_size": 0}, "batch_size"),
+        ({"io_depth": 0}, "io_depth"),
+        ({"io_buffer_bytes": -5}, "io_buffer_bytes"),
+        ({"batch_size": "many"}, "batch_size"),
+        ({"batch_size": True}, "batch_size"),
+        ({"decode_parallelism": 1.5}, "decode_parallelism"),
+        ({"columns": ["nope"]}, "nope"),
+        ({"dictionary_columns": ["nope"]}, "dictionary_columns"),
+        ({"bach_size": 10}, "bach_size"),
+    ],
+)
+def test_every_read_method_checks_its_options_alike(path, method, options, named):
+    reader = looseleaf.open(path)
+    with pytest.raises(looseleaf.InvalidArgumentError, match=named) as raised:
+        READS[method](reader, **options)
+    assert isinstance(raised.value, ValueError)
+    # The same check, with the same message, whichever method it came through.
+    with pytest.raises(looseleaf.InvalidArgumentError) as again:
+        READS["read_all"](reader, **options)
+    assert str(again.value) == str(raised.value)
+
+
+@pytest.mark.parametrize("method", sorted(NEGATIVE_ROWS))
+def test_negative_rows_are_invalid_arguments(path, method):
+    reader = looseleaf.open(path)
+    with pytest.raises(looseleaf.InvalidArgumentError, match=r"(start|indices): row -\d+ is negative"):
+        NEGATIVE_ROWS[method](reader)
+
+
+def test_open_options_are_the_defaults_of_every_read(path, table):
+    reader = looseleaf.open(path, batch_size=1000, io_depth=2, io_buffer_bytes="1 MiB")
+    assert reader.options["batch_size"] == 1000
+    assert reader.options["io_depth"] == 2
+    assert reader.options["io_buffer_bytes"] == 1 << 20
+    assert {b.num_rows for b in reader.read_all()} == {1000}
+    # A read's own option wins over the reader's.
+    assert max(b.num_rows for b in reader.read_all(batch_size=7000)) == 7000
+    with pytest.raises(looseleaf.InvalidArgumentError, match="batch_size"):
+        looseleaf.open(path, batch_size=0)
+
+
+def test_indices_of_every_shape_without_pandas(path, table):
+    """numpy arrays, array.array, lists and pyarrow arrays are read without importing pandas
+    (a fresh interpreter checks: its first take must not pay for that import)."""
+    code = f"""
+import array, sys
+import looseleaf, pyarrow as pa
+reader = looseleaf.open({str(path)!r})
+rows = [5, 0, 5, 19_999]
+import numpy as np
+for indices in (rows, array.array("q", rows), array.array("I", rows), np.array(rows), np.array(rows, np.int32)):
+    assert reader.take(indices, columns=["id"]).column(0).to_pylist() == rows, indices
+assert "pandas" not in sys.modules, "a take imported pandas"
+# (pyarrow.array itself imports pandas: built last.)
+for indices in (pa.array(rows, pa.uint16()), pa.chunked_array([rows[:2], rows[2:]])):
+    assert reader.take(indices, columns=["id"]).column(0).to_pylist() == rows, indices
+"""
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=False)
+    assert done.returncode == 0, done.stderr
