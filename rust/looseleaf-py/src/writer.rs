@@ -49,6 +49,8 @@ impl PyFileWriter {
 impl PyFileWriter {
     #[new]
     #[pyo3(signature = (path, schema, *, page_size = None, compression = None, compression_level = None, encodings = None, statistics = true))]
+    // The Python constructor's keywords, one parameter each, as PyO3 maps them; they become one
+    // `WriterOptions` at once below.
     #[allow(clippy::too_many_arguments)]
     fn new(
         py: Python<'_>,

@@ -49,6 +49,7 @@ pub struct Field {
 /// Arrow type identifiers.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, prost::Enumeration)]
 #[repr(i32)]
+// Each variant is the Arrow type of the same name; `docs/format.md` lists them.
 #[allow(missing_docs)]
 pub enum TypeKind {
     Unknown = 0,
@@ -96,6 +97,7 @@ pub enum TypeKind {
 /// Time units of temporal types.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, prost::Enumeration)]
 #[repr(i32)]
+// The Arrow time units of the same names.
 #[allow(missing_docs)]
 pub enum TimeUnit {
     Second = 0,
