@@ -6,9 +6,7 @@
 
 use arrow_array::Array;
 use arrow_array::cast::AsArray;
-use arrow_array::types::{
-    Int8Type, Int16Type, Int32Type, Int64Type, UInt8Type, UInt16Type, UInt32Type, UInt64Type,
-};
+use arrow_array::types::{Int8Type, Int16Type, Int32Type, Int64Type, UInt8Type, UInt16Type, UInt32Type, UInt64Type};
 use arrow_schema::DataType;
 use futures::StreamExt;
 use looseleaf::io::{IoPlan, RequestKind};
