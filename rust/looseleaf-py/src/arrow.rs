@@ -20,21 +20,7 @@ const ARRAY: &std::ffi::CStr = c"arrow_array";
 
 /// Imports a record batch from an object with `__arrow_c_array__` (a `pyarrow.RecordBatch`).
 pub fn import_batch(obj: &Bound<'_, PyAny>) -> PyResult<RecordBatch> {
-    let capsules = obj
-        .call_method0("__arrow_c_array__")
-        .map_err(|_| invalid_argument("expected a record batch (an object with __arrow_c_array__)"))?;
-    let (schema, array): (Bound<'_, PyCapsule>, Bound<'_, PyCapsule>) = capsules.extract()?;
-    let schema_ptr = schema.pointer_checked(Some(SCHEMA))?.cast::<FFI_ArrowSchema>();
-    let array_ptr = array.pointer_checked(Some(ARRAY))?.cast::<FFI_ArrowArray>();
-    // SAFETY: the capsules were just produced by `__arrow_c_array__` under their protocol
-    // names, so they point at valid, initialised C data interface structs. `from_raw` moves the
-    // array out (leaving a released struct behind for the capsule's destructor), and the schema
-    // is only borrowed while the capsule is alive.
-    let data = unsafe {
-        let array = FFI_ArrowArray::from_raw(array_ptr.as_ptr());
-        from_ffi(array, schema_ptr.as_ref())
-    }
-    .map_err(|e| invalid_argument(format!("cannot import the record batch: {e}")))?;
+    let data = import_array_data(obj, "a record batch")?;
     let struct_array = StructArray::from(data);
     if struct_array.null_count() > 0 {
         return Err(invalid_argument("a record batch cannot have top-level nulls"));
@@ -44,19 +30,26 @@ pub fn import_batch(obj: &Bound<'_, PyAny>) -> PyResult<RecordBatch> {
 
 /// Imports an array from an object with `__arrow_c_array__` (a `pyarrow.Array`).
 pub fn import_array(obj: &Bound<'_, PyAny>) -> PyResult<arrow_array::ArrayRef> {
+    Ok(arrow_array::make_array(import_array_data(obj, "an Arrow array")?))
+}
+
+/// The data of an object with `__arrow_c_array__`; `what` names what was expected in errors.
+fn import_array_data(obj: &Bound<'_, PyAny>, what: &str) -> PyResult<arrow_data::ArrayData> {
     let capsules = obj
         .call_method0("__arrow_c_array__")
-        .map_err(|_| invalid_argument("expected an Arrow array (an object with __arrow_c_array__)"))?;
+        .map_err(|_| invalid_argument(format!("expected {what} (an object with __arrow_c_array__)")))?;
     let (schema, array): (Bound<'_, PyCapsule>, Bound<'_, PyCapsule>) = capsules.extract()?;
     let schema_ptr = schema.pointer_checked(Some(SCHEMA))?.cast::<FFI_ArrowSchema>();
     let array_ptr = array.pointer_checked(Some(ARRAY))?.cast::<FFI_ArrowArray>();
-    // SAFETY: as in `import_batch`.
-    let data = unsafe {
+    // SAFETY: the capsules were just produced by `__arrow_c_array__` under their protocol
+    // names, so they point at valid, initialised C data interface structs. `from_raw` moves the
+    // array out (leaving a released struct behind for the capsule's destructor), and the schema
+    // is only borrowed while the capsule is alive.
+    unsafe {
         let array = FFI_ArrowArray::from_raw(array_ptr.as_ptr());
         from_ffi(array, schema_ptr.as_ref())
     }
-    .map_err(|e| invalid_argument(format!("cannot import the array: {e}")))?;
-    Ok(arrow_array::make_array(data))
+    .map_err(|e| invalid_argument(format!("cannot import {what}: {e}")))
 }
 
 /// Imports a stream of record batches from an object with `__arrow_c_stream__` (a

@@ -9,7 +9,7 @@ use arrow_array::cast::AsArray;
 use arrow_array::types::{Int8Type, Int16Type, Int32Type, Int64Type, UInt8Type, UInt16Type, UInt32Type, UInt64Type};
 use arrow_schema::DataType;
 use futures::StreamExt;
-use looseleaf::io::{IoPlan, RequestKind};
+use looseleaf::io::{ColumnPlan, IoPlan, RequestKind};
 use looseleaf::read::selection::row_numbers;
 use looseleaf::{FileReader, IoStats, Location, OptionValue, ReadBuilder, ReadOptions, StatValue};
 use pyo3::buffer::PyBuffer;
@@ -344,24 +344,11 @@ impl PyFileReader {
 }
 
 fn plan_dict<'py>(py: Python<'py>, plan: &IoPlan, paths: &HashMap<u32, String>) -> PyResult<Bound<'py, PyDict>> {
-    let out = PyDict::new(py);
-    let total = plan.total();
-    out.set_item("requests", total.requests)?;
-    out.set_item("reads", total.reads)?;
-    out.set_item("bytes", total.bytes)?;
-    out.set_item("read_bytes", total.read_bytes)?;
-    out.set_item("indirect_requests", total.indirect_requests)?;
-    out.set_item("indirect_max_bytes", total.indirect_max_bytes)?;
+    let out = totals_dict(py, &plan.total())?;
     let columns = PyDict::new(py);
     for (column, c) in plan.by_column() {
-        let entry = PyDict::new(py);
+        let entry = totals_dict(py, &c)?;
         entry.set_item("column", column)?;
-        entry.set_item("requests", c.requests)?;
-        entry.set_item("reads", c.reads)?;
-        entry.set_item("bytes", c.bytes)?;
-        entry.set_item("read_bytes", c.read_bytes)?;
-        entry.set_item("indirect_requests", c.indirect_requests)?;
-        entry.set_item("indirect_max_bytes", c.indirect_max_bytes)?;
         let name = paths.get(&column).cloned().unwrap_or_else(|| column.to_string());
         columns.set_item(name, entry)?;
     }
@@ -378,6 +365,18 @@ fn plan_dict<'py>(py: Python<'py>, plan: &IoPlan, paths: &HashMap<u32, String>) 
         requests.append(entry)?;
     }
     out.set_item("request_list", requests)?;
+    Ok(out)
+}
+
+/// The totals of a plan (or of one of its columns) as a dict.
+fn totals_dict<'py>(py: Python<'py>, totals: &ColumnPlan) -> PyResult<Bound<'py, PyDict>> {
+    let out = PyDict::new(py);
+    out.set_item("requests", totals.requests)?;
+    out.set_item("reads", totals.reads)?;
+    out.set_item("bytes", totals.bytes)?;
+    out.set_item("read_bytes", totals.read_bytes)?;
+    out.set_item("indirect_requests", totals.indirect_requests)?;
+    out.set_item("indirect_max_bytes", totals.indirect_max_bytes)?;
     Ok(out)
 }
 

@@ -7,7 +7,7 @@ use arrow_buffer::{BooleanBuffer, NullBuffer};
 use arrow_schema::{DataType, FieldRef};
 use futures::future::BoxFuture;
 
-use super::r#struct::{implied_nulls, validity_from_pieces};
+use super::r#struct::{implied_nulls, next_validity, validity_from_pieces};
 use super::{DecodeTask, FieldDecoder, PageQueue};
 use crate::error::{Result, bail};
 use crate::read::pages::ReadContext;
@@ -51,12 +51,7 @@ fn implied_row_nulls(item: &FieldRef, values: &ArrayRef, size: i32, num_rows: us
 impl FieldDecoder for FixedSizeListFieldDecoder {
     fn next_batch(&mut self, num_rows: u64) -> BoxFuture<'_, Result<DecodeTask>> {
         Box::pin(async move {
-            let validity = async {
-                match &mut self.validity {
-                    Some(queue) => queue.next_rows(num_rows).await.map(Some),
-                    None => Ok(None),
-                }
-            };
+            let validity = next_validity(self.validity.as_mut(), num_rows);
             let items = self.items.next_batch(num_rows * self.dimension);
             let (validity, items) = futures::try_join!(validity, items)?;
             let field = self.field.clone();

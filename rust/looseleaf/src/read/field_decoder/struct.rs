@@ -32,6 +32,14 @@ impl StructFieldDecoder {
     }
 }
 
+/// The next `num_rows` rows of a validity column, if the field has one.
+pub(crate) async fn next_validity(queue: Option<&mut PageQueue>, num_rows: u64) -> Result<Option<Vec<PagePiece>>> {
+    match queue {
+        Some(queue) => queue.next_rows(num_rows).await.map(Some),
+        None => Ok(None),
+    }
+}
+
 /// The validity held by pieces of a boolean validity column.
 pub(crate) fn validity_from_pieces(pieces: &[PagePiece]) -> Result<Option<NullBuffer>> {
     let blocks = pieces.iter().map(|p| p.decode()).collect::<Result<Vec<_>>>()?;
@@ -66,12 +74,7 @@ pub(crate) fn implied_nulls<'a>(
 impl FieldDecoder for StructFieldDecoder {
     fn next_batch(&mut self, num_rows: u64) -> BoxFuture<'_, Result<DecodeTask>> {
         Box::pin(async move {
-            let validity = async {
-                match &mut self.validity {
-                    Some(queue) => queue.next_rows(num_rows).await.map(Some),
-                    None => Ok(None),
-                }
-            };
+            let validity = next_validity(self.validity.as_mut(), num_rows);
             let children = futures::future::try_join_all(self.children.iter_mut().map(|c| c.next_batch(num_rows)));
             let (validity, children) = futures::try_join!(validity, children)?;
             let field = self.field.clone();
