@@ -178,7 +178,8 @@ impl RangeReader for MemoryReader {
 fn io_scheduler_10000_requests(bencher: Bencher) {
     let reader: Arc<dyn RangeReader> = Arc::new(MemoryReader(Bytes::from(vec![7u8; 64 << 20])));
     let options = IoOptions {
-        depth: std::num::NonZeroUsize::MIN.saturating_add(7),
+        depth: looseleaf::io::IoDepth::Fixed(std::num::NonZeroUsize::MIN.saturating_add(7)),
+        open_read: ByteCount::kib(64),
         buffer: ByteCount(256 * 1024),
         coalesce: CoalesceOptions { gap: ByteCount(0), max_read: ByteCount(1 << 20) },
     };

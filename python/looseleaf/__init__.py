@@ -15,6 +15,7 @@ from .exceptions import (
     LooseleafError,
     LooseleafIOError,
     NotFoundError,
+    PermissionDeniedError,
     SchemaMismatchError,
     UnsupportedError,
 )
@@ -31,6 +32,7 @@ __all__ = [
     "LooseleafError",
     "LooseleafIOError",
     "NotFoundError",
+    "PermissionDeniedError",
     "ReadOptions",
     "SchemaMismatchError",
     "UnsupportedError",

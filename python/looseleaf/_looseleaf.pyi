@@ -35,7 +35,9 @@ class FileReader:
     ``io_depth``, ``io_buffer_bytes``, ``dictionary_columns``, ``decode_parallelism``)."""
 
     @staticmethod
-    def open(path: str | PathLike[str], **options: Any) -> FileReader: ...
+    def open(
+        path: str | PathLike[str], *, storage_options: dict[str, Any] | None = None, **options: Any
+    ) -> FileReader: ...
     @property
     def schema(self) -> ArrowSchema: ...
     @property
@@ -78,7 +80,8 @@ def parse_size(text: str) -> int:
     """A size in bytes from text such as ``134217728``, ``128m`` or ``64 MiB``."""
 
 def parse_location(text: str) -> tuple[str, str]:
-    """``(scheme, path)`` of a location: ``("file", local path)`` or ``("memory", name)``."""
+    """``(scheme, path)`` of a location: ``("file", local path)``, ``("memory", name)``, or the
+    store's scheme (``s3``, ``gs``, ``az``, ``http``) and the URL."""
 
 class FileWriter:
     """Writes record batches to a looseleaf file; nothing is visible until ``finish``."""
@@ -93,6 +96,7 @@ class FileWriter:
         compression_level: int | None = None,
         encodings: dict[str, tuple[str | None, list[str]]] | None = None,
         statistics: bool = True,
+        storage_options: dict[str, Any] | None = None,
     ) -> None: ...
     @property
     def schema(self) -> ArrowSchema: ...

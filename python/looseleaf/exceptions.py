@@ -20,6 +20,10 @@ class NotFoundError(LooseleafIOError, FileNotFoundError):
     """The file does not exist."""
 
 
+class PermissionDeniedError(LooseleafIOError, PermissionError):
+    """The storage refused access (missing or wrong credentials, no permission)."""
+
+
 class CorruptFileError(LooseleafError):
     """The file is not a looseleaf file, was not finished by its writer, or is damaged."""
 
@@ -42,6 +46,7 @@ __all__ = [
     "LooseleafError",
     "LooseleafIOError",
     "NotFoundError",
+    "PermissionDeniedError",
     "SchemaMismatchError",
     "UnsupportedError",
 ]

@@ -9,7 +9,7 @@ from every method.
 from __future__ import annotations
 
 import os
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any, TypedDict, Unpack
 
 import pyarrow as pa
@@ -24,7 +24,10 @@ class ReadOptions(TypedDict, total=False):
 
     - ``batch_size``: rows per output batch; unrelated to the page size. By default 8192, or
       fewer for wide rows (as many as fit in 2 MiB of stored data), so batches stay small.
-    - ``io_depth``: reads in flight at once (default 8 for local files and memory).
+    - ``io_depth``: reads in flight at once: a number, or ``"auto"`` to find the depth where
+      throughput stops rising (and back off when the store throttles). Default: 8 for local
+      files and memory, ``"auto"`` between 8 and 256 for object stores.
+    - ``io_depth_min``, ``io_depth_max``: the bounds of an adaptive depth.
     - ``io_buffer_bytes``: the I/O buffer, bytes read ahead of the consumer before reading pauses
       (default 256 MiB for local files and memory); a number or a size such as ``"64 MiB"``. A
       request for rows lower than everything buffered may exceed it, so a read never deadlocks
@@ -37,19 +40,33 @@ class ReadOptions(TypedDict, total=False):
     """
 
     batch_size: int
-    io_depth: int
+    io_depth: int | str
+    io_depth_min: int
+    io_depth_max: int
     io_buffer_bytes: int | str
     dictionary_columns: Sequence[str]
     decode_parallelism: int
 
 
-def open(path: PathLike, **options: Unpack[ReadOptions]) -> FileReader:
+def open(
+    path: PathLike,
+    *,
+    storage_options: Mapping[str, Any] | None = None,
+    **options: Unpack[ReadOptions],
+) -> FileReader:
     """Opens a looseleaf file.
 
-    ``path`` is a local path, ``file://...``, or ``memory://name`` (the process's in-memory
-    store). Opening reads the end of the file once; column metadata is read when a column is.
-    ``options`` (see :class:`ReadOptions`) are the defaults of every read of this reader."""
-    return FileReader(_looseleaf.FileReader.open(path, **options))
+    ``path`` is a local path, a ``file://`` URL, ``memory://name`` (the process's in-memory
+    store), or an object store URL: ``s3://bucket/key`` (or ``s3a://``), ``gs://``, ``az://``,
+    ``abfs[s]://``, ``http[s]://``. ``storage_options`` configures the store with
+    ``object_store``'s keys (``aws_endpoint``, ``aws_region``, ``aws_access_key_id``,
+    ``aws_secret_access_key``, ``aws_allow_http``, ``google_service_account``, ...), on top of
+    the environment's (``AWS_*`` variables and the like); secrets never appear in an error.
+
+    Opening reads the end of the file once (one request to an object store);
+    column metadata is read when a column is. ``options`` (see :class:`ReadOptions`) are the
+    defaults of every read of this reader."""
+    return FileReader(_looseleaf.FileReader.open(path, storage_options=storage_options, **options))
 
 
 class FileReader:

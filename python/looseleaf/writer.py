@@ -18,7 +18,9 @@ class FileWriter:
     """Writes record batches to a looseleaf file.
 
     The file appears at ``path`` only when the writer is closed successfully; a writer left by
-    an exception (in a ``with`` block) or aborted leaves nothing behind. Pages are written as
+    an exception (in a ``with`` block), aborted or dropped leaves nothing behind. ``path`` is
+    anything :func:`looseleaf.open` takes; on an object store the file is a multipart upload
+    completed by :meth:`close` (``storage_options`` as for :func:`looseleaf.open`). Pages are written as
     they fill, so memory stays around one page (``page_size`` bytes) per column whatever the
     batch sizes.
 
@@ -45,6 +47,7 @@ class FileWriter:
         compression_level: int | None = None,
         encodings: Mapping[str, Any] | str | None = None,
         statistics: bool = True,
+        storage_options: Mapping[str, Any] | None = None,
     ) -> None:
         if not isinstance(schema, pa.Schema):
             raise InvalidArgumentError(f"schema must be a pyarrow.Schema, got {type(schema).__name__}")
@@ -56,6 +59,7 @@ class FileWriter:
             compression_level=compression_level,
             encodings=_encodings_arg(encodings),
             statistics=bool(statistics),
+            storage_options=storage_options,
         )
         self.schema = schema
         self.path = os.fspath(path)
@@ -125,7 +129,8 @@ def write_table(
     ``data`` is a ``pyarrow.Table``, ``RecordBatch``, ``RecordBatchReader``, anything with
     ``__arrow_c_stream__``, or an iterable of record batches (then ``schema`` is needed if it
     may be empty). ``page_size`` is the target page size in bytes (default 8 MiB); other
-    keyword arguments are :class:`FileWriter`'s (``compression``, ``encodings``, ...).
+    keyword arguments are :class:`FileWriter`'s (``compression``, ``encodings``,
+    ``storage_options``, ...).
     Returns ``{"num_rows": ..., "num_bytes": ...}``."""
     if isinstance(data, pa.RecordBatch):
         data = pa.Table.from_batches([data])

@@ -5,6 +5,7 @@ mod errors;
 mod options;
 mod reader;
 mod runtime;
+mod storage;
 mod writer;
 
 use pyo3::prelude::*;

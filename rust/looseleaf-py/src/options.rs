@@ -1,6 +1,7 @@
 //! The core's parsers of options and locations, for the Python layers that receive them as
 //! text (the Spark data source, the command line): they translate, the core decides.
 
+use looseleaf::io::IoDepth;
 use looseleaf::{ByteCount, Location};
 use pyo3::prelude::*;
 use pyo3::types::PyDict;
@@ -18,8 +19,8 @@ pub fn check_read_options<'py>(py: Python<'py>, options: Option<&Bound<'py, PyDi
     if let Some(n) = options.batch_size {
         out.set_item("batch_size", n.get())?;
     }
-    if let Some(n) = options.io_depth {
-        out.set_item("io_depth", n.get())?;
+    if let Some(depth) = options.io_depth {
+        set_depth(&out, depth)?;
     }
     if let Some(bytes) = options.io_buffer {
         out.set_item("io_buffer_bytes", bytes.get())?;
@@ -33,17 +34,31 @@ pub fn check_read_options<'py>(py: Python<'py>, options: Option<&Bound<'py, PyDi
     Ok(out)
 }
 
+/// Sets `io_depth` (a number, or `"auto"` with `io_depth_min` and `io_depth_max`) in `out`.
+pub fn set_depth(out: &Bound<'_, PyDict>, depth: IoDepth) -> PyResult<()> {
+    match depth {
+        IoDepth::Fixed(n) => out.set_item("io_depth", n.get()),
+        IoDepth::Adaptive { min, max } => {
+            out.set_item("io_depth", "auto")?;
+            out.set_item("io_depth_min", min.get())?;
+            out.set_item("io_depth_max", max.get())
+        }
+    }
+}
+
 /// A size in bytes from text such as `134217728`, `128m` or `64 MiB`.
 #[pyfunction]
 pub fn parse_size(text: &str) -> PyResult<u64> {
     text.parse::<ByteCount>().map(ByteCount::get).py_err()
 }
 
-/// A location as `(scheme, path)`: `("file", local path)` or `("memory", object path)`.
+/// A location as `(scheme, path)`: `("file", local path)`, `("memory", object path)`, or the
+/// store's scheme (`s3`, `gs`, `az`, `http`) and the URL.
 #[pyfunction]
 pub fn parse_location(text: &str) -> PyResult<(&'static str, String)> {
     Ok(match Location::parse(text).py_err()? {
         Location::Local(path) => ("file", path.to_string_lossy().into_owned()),
         Location::Memory(path) => ("memory", path.to_string()),
+        Location::Remote { kind, url, .. } => (kind.name(), url.to_string()),
     })
 }

@@ -188,12 +188,18 @@ impl Rows {
 impl PyFileReader {
     /// Opens a file; the options become the defaults of its reads.
     #[staticmethod]
-    #[pyo3(signature = (path, **options))]
-    fn open(py: Python<'_>, path: &Bound<'_, PyAny>, options: Option<&Bound<'_, PyDict>>) -> PyResult<Self> {
+    #[pyo3(signature = (path, *, storage_options = None, **options))]
+    fn open(
+        py: Python<'_>,
+        path: &Bound<'_, PyAny>,
+        storage_options: Option<&Bound<'_, PyAny>>,
+        options: Option<&Bound<'_, PyDict>>,
+    ) -> PyResult<Self> {
         let text: String = py.import("os")?.call_method1("fspath", (path,))?.extract()?;
         let options = read_options(options)?;
+        let storage = crate::storage::storage_options(storage_options)?;
         let location = Location::parse(&text).py_err()?;
-        let file = wait(py, async move { location.open(&text).await })?.py_err()?;
+        let file = wait(py, async move { location.open(&storage).await })?.py_err()?;
         Ok(Self { file: file.with_options(options) })
     }
 
@@ -226,7 +232,7 @@ impl PyFileReader {
         out.set_item("batch_size", options.batch_size.map(|n| n.get()))?;
         out.set_item("default_batch_size", looseleaf::DEFAULT_BATCH_SIZE.get())?;
         out.set_item("default_batch_bytes", looseleaf::DEFAULT_BATCH_BYTES.get())?;
-        out.set_item("io_depth", io.depth.get())?;
+        crate::options::set_depth(&out, io.depth)?;
         out.set_item("io_buffer_bytes", io.buffer.get())?;
         out.set_item("dictionary_columns", options.dictionary_columns.clone())?;
         out.set_item("decode_parallelism", options.decode_parallelism.map(|n| n.get()))?;
@@ -401,5 +407,10 @@ pub fn io_stats_dict<'py>(py: Python<'py>, stats: &IoStats) -> PyResult<Bound<'p
     out.set_item("peak_reserved_bytes", stats.peak_reserved_bytes)?;
     out.set_item("bypassed_reads", stats.bypassed_reads)?;
     out.set_item("urgent_reads", stats.urgent_reads)?;
+    out.set_item("io_depth", stats.io_depth)?;
+    out.set_item("peak_io_depth", stats.peak_io_depth)?;
+    out.set_item("retries", stats.retries)?;
+    out.set_item("throttled", stats.throttled)?;
+    out.set_item("hedged", stats.hedged)?;
     Ok(out)
 }

@@ -25,7 +25,7 @@
 //! | [`read`] | opening files, reads, the scheduling loop, field schedulers and decoders, the decode loop |
 //! | `writer` | [`FileWriter`]: shredding, encoding choice, pages, the footer |
 //! | `options` | [`ReadOptions`], [`ByteCount`], the defaults |
-//! | `location` | [`Location`]: paths and URLs to storage |
+//! | [`storage`] | [`Location`]: paths and URLs to stores, [`StorageOptions`], store errors |
 //!
 //! # Writing and reading
 //! ```
@@ -70,9 +70,9 @@ pub mod encodings;
 mod error;
 pub mod format;
 pub mod io;
-mod location;
 mod options;
 pub mod read;
+pub mod storage;
 mod writer;
 
 pub use encodings::statistics::StatValue;
@@ -80,8 +80,8 @@ pub use encodings::strategy::{ColumnPolicies, EncodingKind, EncodingPolicy};
 pub use error::{Error, Result, SourceError};
 pub use format::proto::Compression;
 pub use io::{IoOptions, IoPlan, IoStats};
-pub use location::Location;
 pub use options::{ByteCount, DEFAULT_BATCH_BYTES, DEFAULT_BATCH_SIZE, OptionValue, READ_OPTION_NAMES, ReadOptions};
 pub use read::metrics::ReadTimings;
 pub use read::{ColumnSummary, FileMetadata, FileReader, PageSummary, ReadBuilder, RecordBatchStream, RowSelection};
+pub use storage::{Location, StorageOptions};
 pub use writer::{DEFAULT_PAGE_SIZE, FileWriter, FinishedFile, WriterOptions};

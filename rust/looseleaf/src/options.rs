@@ -16,6 +16,7 @@ use std::num::NonZeroUsize;
 use std::str::FromStr;
 
 use crate::error::{Error, Result, bail};
+use crate::io::IoDepth;
 
 /// Default (and most) rows per output batch when the read does not set a batch size.
 pub const DEFAULT_BATCH_SIZE: NonZeroUsize = NonZeroUsize::MIN.saturating_add(8191);
@@ -122,8 +123,10 @@ pub struct ReadOptions {
     /// rows, or fewer when the projected rows are wide: as many as fit in
     /// [`DEFAULT_BATCH_BYTES`] of stored data (at least one).
     pub batch_size: Option<NonZeroUsize>,
-    /// Reads in flight at once. Default: the storage's ([`IoOptions`](crate::IoOptions)).
-    pub io_depth: Option<NonZeroUsize>,
+    /// Reads in flight at once: a fixed number, or adaptive within bounds. Default: the
+    /// storage's ([`IoOptions`](crate::IoOptions): fixed for local files, adaptive for object
+    /// stores).
+    pub io_depth: Option<IoDepth>,
     /// The I/O buffer: bytes read ahead of the consumer before reading pauses (see
     /// [`IoScheduler`](crate::io::IoScheduler) for when it may be exceeded). Default: the
     /// storage's. Never zero.
@@ -136,22 +139,54 @@ pub struct ReadOptions {
 }
 
 /// The names [`ReadOptions::set`] knows, in the order the documentation lists them.
-pub const READ_OPTION_NAMES: [&str; 5] =
-    ["batch_size", "io_depth", "io_buffer_bytes", "dictionary_columns", "decode_parallelism"];
+pub const READ_OPTION_NAMES: [&str; 7] = [
+    "batch_size",
+    "io_depth",
+    "io_depth_min",
+    "io_depth_max",
+    "io_buffer_bytes",
+    "dictionary_columns",
+    "decode_parallelism",
+];
+
+/// The bounds of an adaptive depth asked for as `io_depth="auto"` without bounds.
+const AUTO_DEPTH: (NonZeroUsize, NonZeroUsize) =
+    (NonZeroUsize::MIN.saturating_add(7), NonZeroUsize::MIN.saturating_add(255));
 
 impl ReadOptions {
     /// Sets the option called `name` from a value a front end received.
     ///
-    /// Names: `batch_size`, `io_depth`, `decode_parallelism` (whole numbers of at least 1),
-    /// `io_buffer_bytes` (a size of at least 1 byte: a number, or text such as `"64 MiB"`),
-    /// `dictionary_columns` (a list of column names, or one name).
+    /// Names: `batch_size`, `decode_parallelism` (whole numbers of at least 1), `io_depth` (a
+    /// whole number for a fixed depth, or `"auto"` for an adaptive one), `io_depth_min` and
+    /// `io_depth_max` (the bounds of an adaptive depth; setting either makes the depth
+    /// adaptive), `io_buffer_bytes` (a size of at least 1 byte: a number, or text such as
+    /// `"64 MiB"`), `dictionary_columns` (a list of column names, or one name).
     ///
     /// # Errors
     /// [`Error::InvalidArgument`] naming the option, for an unknown name or a value out of range.
     pub fn set(&mut self, name: &str, value: OptionValue) -> Result<()> {
         match name {
             "batch_size" => self.batch_size = Some(count(name, &value)?),
-            "io_depth" => self.io_depth = Some(count(name, &value)?),
+            "io_depth" => {
+                self.io_depth = Some(match &value {
+                    OptionValue::Text(text) if text.trim().eq_ignore_ascii_case("auto") => {
+                        IoDepth::Adaptive { min: AUTO_DEPTH.0, max: AUTO_DEPTH.1 }
+                    }
+                    _ => IoDepth::Fixed(count(name, &value)?),
+                })
+            }
+            "io_depth_min" | "io_depth_max" => {
+                let bound = count(name, &value)?;
+                let (min, max) = match self.io_depth {
+                    Some(IoDepth::Adaptive { min, max }) => (min, max),
+                    _ => AUTO_DEPTH,
+                };
+                let (min, max) = if name == "io_depth_min" { (bound, max) } else { (min, bound) };
+                if min > max {
+                    bail!(invalid, "{name}: the adaptive depth's minimum {min} is above its maximum {max}");
+                }
+                self.io_depth = Some(IoDepth::Adaptive { min, max });
+            }
             "decode_parallelism" => self.decode_parallelism = Some(count(name, &value)?),
             "io_buffer_bytes" => {
                 let bytes = match &value {
@@ -242,10 +277,16 @@ mod tests {
         options.set("io_depth", OptionValue::Text("4".into())).unwrap();
         assert_eq!(options.batch_size.map(NonZeroUsize::get), Some(100));
         assert_eq!(options.io_buffer, Some(ByteCount::mib(1)));
-        assert_eq!(options.io_depth.map(NonZeroUsize::get), Some(4));
+        assert_eq!(options.io_depth, Some(IoDepth::Fixed(NonZeroUsize::new(4).unwrap())));
+        options.set("io_depth", OptionValue::Text("Auto".into())).unwrap();
+        options.set("io_depth_max", OptionValue::Int(32)).unwrap();
+        let min = NonZeroUsize::new(8).unwrap();
+        assert_eq!(options.io_depth, Some(IoDepth::Adaptive { min, max: NonZeroUsize::new(32).unwrap() }));
+        assert!(options.clone().set("io_depth_min", OptionValue::Int(64)).is_err());
         for (name, value) in [
             ("batch_size", OptionValue::Int(0)),
             ("io_depth", OptionValue::Int(-3)),
+            ("io_depth", OptionValue::Text("automatic".into())),
             ("io_buffer_bytes", OptionValue::Int(0)),
             ("io_buffer_bytes", OptionValue::Text("lots".into())),
             ("decode_parallelism", OptionValue::Bool(true)),
@@ -260,12 +301,12 @@ mod tests {
 
     #[test]
     fn unset_options_fall_back_on_defaults() {
-        let reader =
-            ReadOptions { batch_size: NonZeroUsize::new(10), io_depth: NonZeroUsize::new(2), ..Default::default() };
+        let two = IoDepth::Fixed(NonZeroUsize::new(2).unwrap());
+        let reader = ReadOptions { batch_size: NonZeroUsize::new(10), io_depth: Some(two), ..Default::default() };
         let read = ReadOptions { batch_size: NonZeroUsize::new(5), ..Default::default() };
         let merged = read.or(&reader);
         assert_eq!(merged.batch_size, NonZeroUsize::new(5));
-        assert_eq!(merged.io_depth, NonZeroUsize::new(2));
+        assert_eq!(merged.io_depth, Some(two));
         assert_eq!(merged.io_buffer, None);
     }
 }

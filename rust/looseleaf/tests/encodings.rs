@@ -18,6 +18,7 @@
 mod common;
 use common::nz;
 use looseleaf::ByteCount;
+use looseleaf::io::IoDepth;
 
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::collections::BTreeSet;
@@ -204,7 +205,7 @@ async fn check_reads(rng: &mut StdRng, reader: &FileReader, table: &RecordBatch,
         assert_same(&taken, &expected, &format!("{what}: take {indices:?}"));
     }
 
-    let tiny = IoOptions { depth: nz(1), buffer: ByteCount(1), ..IoOptions::LOCAL };
+    let tiny = IoOptions { depth: IoDepth::Fixed(nz(1)), buffer: ByteCount(1), ..IoOptions::LOCAL };
     let batch_size = random_batch_size(rng);
     let out = read_to_end(reader.read().with_io_options(tiny).with_batch_size(nz(batch_size)))
         .await
@@ -1567,7 +1568,7 @@ async fn read_everything(bytes: Vec<u8>, location: String) -> looseleaf::Result<
     let n = reader.num_rows();
     if n > 2 {
         read_to_end(reader.read().with_row_range(1..n - 1).with_batch_size(nz(333))).await?;
-        let tiny = IoOptions { depth: nz(1), buffer: ByteCount(1), ..IoOptions::LOCAL };
+        let tiny = IoOptions { depth: IoDepth::Fixed(nz(1)), buffer: ByteCount(1), ..IoOptions::LOCAL };
         read_to_end(reader.read().with_row_range(n / 2..n).with_io_options(tiny)).await?;
         reader.take(&[n - 1, 0, n / 2, n / 2 + 1, 3], None).await?;
     }
@@ -2867,7 +2868,7 @@ async fn read_column(bytes: Vec<u8>, location: String, column: String) -> loosel
         read_to_end(reader.read().with_columns(columns.clone()).with_batch_size(nz(700))).await?.concat().num_rows();
     let n = reader.num_rows();
     read_to_end(reader.read().with_columns(columns.clone()).with_row_range(1..n - 1)).await?;
-    let tiny = IoOptions { depth: nz(1), buffer: ByteCount(1), ..IoOptions::LOCAL };
+    let tiny = IoOptions { depth: IoDepth::Fixed(nz(1)), buffer: ByteCount(1), ..IoOptions::LOCAL };
     read_to_end(reader.read().with_columns(columns.clone()).with_row_range(n / 2..n).with_io_options(tiny)).await?;
     read_to_end(
         reader.read().with_columns(columns.clone()).with_dictionary_columns(columns.clone()).with_batch_size(nz(999)),

@@ -11,6 +11,7 @@
 mod common;
 use common::nz;
 use looseleaf::ByteCount;
+use looseleaf::io::IoDepth;
 
 use std::ops::Range;
 use std::path::Path;
@@ -76,7 +77,7 @@ async fn reads_stay_within_the_byte_budget_with_a_slow_consumer() {
     assert!(data_bytes >= 8 * budget, "the file ({data_bytes} bytes of pages) should be much larger than the budget");
 
     let reader = FileReader::open_path(&path).await.unwrap();
-    let io = IoOptions { depth: nz(4), buffer: ByteCount(budget), ..IoOptions::LOCAL };
+    let io = IoOptions { depth: IoDepth::Fixed(nz(4)), buffer: ByteCount(budget), ..IoOptions::LOCAL };
     let batch_size = 1024;
     // Two batches decoded at once: the first ones need only the first page of each column.
     let read = reader.read().with_batch_size(nz(batch_size)).with_io_options(io).with_decode_parallelism(nz(2));
@@ -134,7 +135,7 @@ async fn dropping_a_read_stops_its_io() {
     let data_bytes = layout.buffer_bytes(&[0, 1, 2]);
 
     let reader = FileReader::open_path(&path).await.unwrap();
-    let io = IoOptions { depth: nz(2), buffer: ByteCount(512 * 1024), ..IoOptions::LOCAL };
+    let io = IoOptions { depth: IoDepth::Fixed(nz(2)), buffer: ByteCount(512 * 1024), ..IoOptions::LOCAL };
     let mut stream = reader.read().with_batch_size(nz(1024)).with_io_options(io).stream().await.unwrap();
     stream.next().await.unwrap().unwrap();
     let scheduler = stream.io_scheduler().clone();
@@ -159,7 +160,7 @@ async fn a_budget_smaller_than_a_page_is_bypassed_by_the_lowest_rows_only() {
     let layout = FileLayout::parse(&std::fs::read(&path).unwrap());
     let budget = 32 * 1024;
     let reader = FileReader::open_path(&path).await.unwrap();
-    let io = IoOptions { depth: nz(8), buffer: ByteCount(budget), ..IoOptions::LOCAL };
+    let io = IoOptions { depth: IoDepth::Fixed(nz(8)), buffer: ByteCount(budget), ..IoOptions::LOCAL };
     let mut stream = reader.read().with_batch_size(nz(5000)).with_io_options(io).stream().await.unwrap();
     let mut batches = Vec::new();
     let read_all = async {
@@ -217,7 +218,7 @@ async fn reads_are_issued_in_top_level_row_order() {
     let reader = FileReader::open(recording.clone()).await.unwrap();
     reader.metadata().await.unwrap();
     let io = IoOptions {
-        depth: nz(1),
+        depth: IoDepth::Fixed(nz(1)),
         coalesce: CoalesceOptions { gap: ByteCount(0), max_read: ByteCount(1 << 30) },
         ..IoOptions::LOCAL
     };
@@ -404,9 +405,10 @@ async fn plans_are_exactly_the_reads_made() {
 
     // Reads split into pieces of at most 100 bytes.
     let split = IoOptions {
-        depth: nz(2),
+        depth: IoDepth::Fixed(nz(2)),
         buffer: ByteCount(MIB),
         coalesce: CoalesceOptions { gap: ByteCount(0), max_read: ByteCount(100) },
+        ..IoOptions::LOCAL
     };
     let read = reader.read().with_row_range(10..4990).with_io_options(split);
     check.check(read, &RowSelection::range(10..4990), &all, "split reads").await;

@@ -14,6 +14,7 @@
 mod common;
 use common::nz;
 use looseleaf::ByteCount;
+use looseleaf::io::IoDepth;
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -492,9 +493,10 @@ async fn item_reads_of_partly_read_lists_go_before_later_rows() {
             reader.metadata().await.unwrap();
             recording.clear();
             let io = IoOptions {
-                depth: nz(1),
+                depth: IoDepth::Fixed(nz(1)),
                 buffer: ByteCount(buffer_bytes),
                 coalesce: CoalesceOptions { gap: ByteCount(0), max_read: ByteCount(1 << 20) },
+                ..IoOptions::LOCAL
             };
             let read = reader.read().with_selection(selection.clone()).with_io_options(io).with_batch_size(nz(64));
             let out = tokio::time::timeout(Duration::from_secs(60), read_to_end(read)).await.expect("hung").unwrap();
@@ -669,7 +671,7 @@ async fn one_byte_budgets_do_not_deadlock_on_deep_nesting() {
     let path = dir.path().join("deep.leaf");
     write_file(&path, &schema, &split_randomly(&mut rng, &table, 300), 512).await;
     let reader = FileReader::open_path(&path).await.unwrap();
-    let io = IoOptions { depth: nz(1), buffer: ByteCount(1), ..IoOptions::LOCAL };
+    let io = IoOptions { depth: IoDepth::Fixed(nz(1)), buffer: ByteCount(1), ..IoOptions::LOCAL };
     let reads = [
         ("full scan", RowSelection::range(0..2000), 64),
         ("rows inside pages", RowSelection::range(333..1777), 100),

@@ -9,6 +9,7 @@
 mod common;
 use common::nz;
 use looseleaf::ByteCount;
+use looseleaf::io::IoDepth;
 
 use std::sync::Arc;
 
@@ -163,7 +164,7 @@ fn every_flat_type_round_trips() {
         }
         // The same through a one-byte budget at an I/O depth of one: every read bypasses it.
         let read = reader.read().with_batch_size(nz(64)).with_io_options(IoOptions {
-            depth: nz(1),
+            depth: IoDepth::Fixed(nz(1)),
             buffer: ByteCount(1),
             ..IoOptions::LOCAL
         });

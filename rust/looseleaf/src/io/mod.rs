@@ -17,6 +17,8 @@
 //! without doing it. [`PageIo`] groups all the ranges one page needs into one request.
 
 mod coalesce;
+mod depth;
+mod object_store_reader;
 mod page_io;
 mod plan;
 mod range_reader;
@@ -29,9 +31,11 @@ use bytes::Bytes;
 use futures::future::BoxFuture;
 
 pub use coalesce::{CoalesceOptions, coalesce_ranges};
+pub use depth::{DepthController, IoDepth};
+pub use object_store_reader::ObjectStoreReader;
 pub use page_io::{FollowUpIo, IndirectIo, PageIo};
 pub use plan::{ColumnPlan, IoPlan, PlannedRequest, PlanningIo};
-pub use range_reader::{LocalFileReader, ObjectStoreReader, RangeReader};
+pub use range_reader::{LocalFileReader, RangeReader, ReaderStats};
 pub use scheduler::{IoOptions, IoScheduler, IoStats};
 pub use urgency::Urgency;
 

@@ -6,8 +6,6 @@ use std::sync::Arc;
 
 use bytes::Bytes;
 use futures::future::BoxFuture;
-use object_store::path::Path;
-use object_store::{GetOptions, GetRange, ObjectStore, ObjectStoreExt};
 
 use super::IoOptions;
 use crate::error::{Error, Result};
@@ -31,74 +29,22 @@ pub trait RangeReader: Send + Sync + Debug {
     fn io_defaults(&self) -> IoOptions {
         IoOptions::LOCAL
     }
-}
 
-/// A [`RangeReader`] over a file in an [`ObjectStore`].
-#[derive(Debug, Clone)]
-pub struct ObjectStoreReader {
-    store: Arc<dyn ObjectStore>,
-    path: Path,
-    location: String,
-    io_defaults: IoOptions,
-}
-
-impl ObjectStoreReader {
-    /// Reads `path` from `store`; `location` names the file in error messages.
-    ///
-    /// Reads default to [`IoOptions::OBJECT_STORE`]; stores with local latency (memory, local
-    /// files) should say so with [`ObjectStoreReader::with_io_defaults`].
-    pub fn new(store: Arc<dyn ObjectStore>, path: Path, location: impl Into<String>) -> Self {
-        Self { store, path, location: location.into(), io_defaults: IoOptions::OBJECT_STORE }
-    }
-
-    /// Sets the I/O settings used when a read gives none.
-    pub fn with_io_defaults(self, io_defaults: IoOptions) -> Self {
-        Self { io_defaults, ..self }
-    }
-
-    fn map_err(&self, e: object_store::Error) -> Error {
-        Error::io(self.location.clone(), e)
+    /// Counters of what the storage made the reader do (retries, throttling, hedges).
+    fn stats(&self) -> ReaderStats {
+        ReaderStats::default()
     }
 }
 
-impl RangeReader for ObjectStoreReader {
-    fn location(&self) -> &str {
-        &self.location
-    }
-
-    fn get_range(&self, range: Range<u64>) -> BoxFuture<'_, Result<Bytes>> {
-        Box::pin(async move {
-            let wanted = range.end - range.start;
-            let bytes = self.store.get_range(&self.path, range.clone()).await.map_err(|e| self.map_err(e))?;
-            if bytes.len() as u64 != wanted {
-                return Err(Error::corrupt_at(
-                    range.start,
-                    format!(
-                        "file is truncated: bytes {}..{} were asked for and {} came back",
-                        range.start,
-                        range.end,
-                        bytes.len()
-                    ),
-                )
-                .with_location(&self.location));
-            }
-            Ok(bytes)
-        })
-    }
-
-    fn get_suffix(&self, len: u64) -> BoxFuture<'_, Result<(Bytes, u64)>> {
-        Box::pin(async move {
-            let options = GetOptions::new().with_range(Some(GetRange::Suffix(len)));
-            let result = self.store.get_opts(&self.path, options).await.map_err(|e| self.map_err(e))?;
-            let size = result.meta.size;
-            let bytes = result.bytes().await.map_err(|e| self.map_err(e))?;
-            Ok((bytes, size))
-        })
-    }
-
-    fn io_defaults(&self) -> IoOptions {
-        self.io_defaults
-    }
+/// What a [`RangeReader`]'s storage made it do, since it was created.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct ReaderStats {
+    /// Requests tried again after a retryable failure.
+    pub retries: u64,
+    /// Answers asking the reader to slow down (HTTP 429, 503, `SlowDown`).
+    pub throttled: u64,
+    /// Requests issued a second time because the first ran far longer than expected.
+    pub hedged: u64,
 }
 
 /// Reads up to this size are made on the calling task: from the page cache they take a few

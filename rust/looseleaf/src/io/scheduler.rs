@@ -10,7 +10,7 @@
 //! read but not yet consumed) when it is issued. The reservation of a whole
 //! request is returned when its future resolves, that is, when a decoder takes the bytes (or the
 //! future is dropped). The head of the queue is issued only while
-//! - fewer than `io_depth` reads are in flight, and
+//! - fewer reads than the I/O depth are in flight, and
 //! - the reserved bytes plus the read fit in the budget, **or** the read's priority is at most
 //!   the lowest priority holding a reservation (or nothing is reserved at all).
 //!
@@ -23,6 +23,11 @@
 //! behind a buffer full of later rows that the decoder will never take before it: a deadlock.
 //! With it, buffered bytes exceed the budget by at most the reads of the lowest rows. Each
 //! bypass is counted in [`IoStats::bypassed_reads`].
+//!
+//! # I/O depth
+//! The depth is fixed, or adaptive: a [`DepthController`] under the state lock raises it while
+//! throughput rises and halves it when the storage throttles (see [`IoDepth`]). Changing it
+//! never cancels a read; a lower depth only holds back the next ones.
 //!
 //! # Cancel safety
 //! Dropping a request's future releases its reservation; its reads still queued are discarded
@@ -40,6 +45,7 @@ use futures::FutureExt;
 use futures::future::BoxFuture;
 use tokio::sync::oneshot;
 
+use super::depth::{DepthController, IoDepth};
 use super::{
     CoalesceOptions, EncodingsIo, IndirectHint, IoFuture, IoRequest, Priority, RangeReader, RequestKind,
     coalesce_ranges,
@@ -50,31 +56,44 @@ use crate::options::ByteCount;
 /// Settings of an [`IoScheduler`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct IoOptions {
-    /// Maximum number of reads in flight (the I/O depth).
-    pub depth: NonZeroUsize,
+    /// How many reads are in flight at once: fixed, or found while reading (see [`IoDepth`]).
+    pub depth: IoDepth,
     /// The I/O buffer: bytes read but not yet consumed before reads pause (see the module
     /// documentation for when it may be exceeded). A buffer of 0 bytes is allowed: every read
     /// then waits for the bypass, one at a time.
     pub buffer: ByteCount,
     /// How ranges are merged and split into reads.
     pub coalesce: CoalesceOptions,
+    /// Bytes read at the end of a file when it is opened: enough for the tail, the footer and
+    /// the column table of most files, so that opening costs one request.
+    pub open_read: ByteCount,
 }
 
 impl IoOptions {
     /// Defaults for local disks: 8 reads in flight, a 256 MiB buffer, ranges within 4 KiB
-    /// merged, reads of at most 16 MiB.
+    /// merged, reads of at most 16 MiB, 64 KiB read on open.
     pub const LOCAL: IoOptions = IoOptions {
-        depth: NonZeroUsize::MIN.saturating_add(7),
+        depth: IoDepth::Fixed(NonZeroUsize::MIN.saturating_add(7)),
         buffer: ByteCount::mib(256),
         coalesce: CoalesceOptions { gap: ByteCount::kib(4), max_read: ByteCount::mib(16) },
+        open_read: ByteCount::kib(64),
     };
 
-    /// Defaults for object stores: 64 reads in flight (their latency needs many), a 2 GiB
-    /// buffer, ranges within 64 KiB merged, reads of at most 16 MiB.
+    /// Defaults for object stores, where a request costs tens of milliseconds before its first
+    /// byte and runs at tens of MiB/s: an adaptive depth from 8 to 256 reads in flight, a
+    /// 1 GiB buffer, ranges within 256 KiB merged (a 25 ms round trip costs as much as ~2 MiB
+    /// of transfer), reads split at 8 MiB (a straggler then holds less of a column, and the
+    /// pieces of a large page run in parallel), and 1 MiB read on open (the tail, footer and
+    /// column table of a file of ~10,000 columns in one request). See `docs/benchmarks.md` for
+    /// the measurements behind them.
     pub const OBJECT_STORE: IoOptions = IoOptions {
-        depth: NonZeroUsize::MIN.saturating_add(63),
-        buffer: ByteCount::gib(2),
-        coalesce: CoalesceOptions { gap: ByteCount::kib(64), max_read: ByteCount::mib(16) },
+        depth: IoDepth::Adaptive {
+            min: NonZeroUsize::MIN.saturating_add(7),
+            max: NonZeroUsize::MIN.saturating_add(255),
+        },
+        buffer: ByteCount::gib(1),
+        coalesce: CoalesceOptions { gap: ByteCount::kib(256), max_read: ByteCount::mib(8) },
+        open_read: ByteCount::mib(1),
     };
 }
 
@@ -102,6 +121,17 @@ pub struct IoStats {
     /// Reads issued past the budget (and ahead of the queue) only because a decoder was
     /// waiting for them: the priority bypass would not have let them through.
     pub urgent_reads: u64,
+    /// The I/O depth now (for an adaptive depth, the one it settled on so far).
+    pub io_depth: u64,
+    /// The highest I/O depth used.
+    pub peak_io_depth: u64,
+    /// Requests the storage made the reader try again (of every read of this file so far).
+    pub retries: u64,
+    /// Answers of the storage asking to slow down (of every read of this file so far).
+    pub throttled: u64,
+    /// Requests issued a second time because the first was far slower than its peers (of every
+    /// read of this file so far).
+    pub hedged: u64,
 }
 
 #[derive(Default)]
@@ -132,7 +162,6 @@ struct Inner {
     counters: Counters,
 }
 
-#[derive(Default)]
 struct State {
     queue: BinaryHeap<Reverse<QueuedRead>>,
     /// Reads a decoder is waiting for: issued past the budget when the head of `queue` is held
@@ -144,6 +173,22 @@ struct State {
     reserved_bytes: u64,
     /// How many reads hold a reservation at each priority.
     reserved_priorities: BTreeMap<Priority, usize>,
+    /// How many reads may be in flight.
+    depth: DepthController,
+}
+
+impl State {
+    fn new(depth: IoDepth) -> Self {
+        Self {
+            queue: BinaryHeap::new(),
+            urgent: BinaryHeap::new(),
+            next_seq: 0,
+            in_flight: 0,
+            reserved_bytes: 0,
+            reserved_priorities: BTreeMap::new(),
+            depth: DepthController::new(depth),
+        }
+    }
 }
 
 struct QueuedRead {
@@ -244,7 +289,7 @@ impl IoScheduler {
                 reader,
                 options,
                 runtime,
-                state: Mutex::new(State::default()),
+                state: Mutex::new(State::new(options.depth)),
                 counters: Counters::default(),
             }),
         }
@@ -263,7 +308,17 @@ impl IoScheduler {
     /// A snapshot of the counters.
     pub fn stats(&self) -> IoStats {
         let c = &self.inner.counters;
+        let (io_depth, peak_io_depth) = {
+            let state = self.inner.lock_state();
+            (state.depth.current() as u64, state.depth.peak() as u64)
+        };
+        let storage = self.inner.reader.stats();
         IoStats {
+            io_depth,
+            peak_io_depth,
+            retries: storage.retries,
+            throttled: storage.throttled,
+            hedged: storage.hedged,
             requests: c.requests.load(Ordering::Relaxed),
             indirect_requests: c.indirect_requests.load(Ordering::Relaxed),
             reads: c.reads.load(Ordering::Relaxed),
@@ -381,7 +436,13 @@ impl Inner {
     /// decoder is waiting for. Urgent reads therefore never change the order of reads the budget
     /// lets through anyway.
     fn dispatch_locked(self: &Arc<Self>, state: &mut State) {
-        while state.in_flight < self.options.depth.get() {
+        loop {
+            if state.in_flight >= state.depth.current() {
+                if !state.queue.is_empty() {
+                    state.depth.note_depth_limited();
+                }
+                break;
+            }
             if let Some(Reverse(head)) = state.queue.peek() {
                 let (request, index) = (head.request.clone(), head.index);
                 match self.try_issue_locked(state, &request, index, false) {
@@ -454,9 +515,8 @@ impl Inner {
     }
 
     fn complete(self: &Arc<Self>, request: Arc<PendingRequest>, index: usize, result: Result<Bytes>) {
-        if let Ok(bytes) = &result {
-            self.counters.bytes_read.fetch_add(bytes.len() as u64, Ordering::Relaxed);
-        }
+        let read_bytes = result.as_ref().map_or(0, |bytes| bytes.len() as u64);
+        self.counters.bytes_read.fetch_add(read_bytes, Ordering::Relaxed);
         let mut to_release = None;
         let mut to_send = None;
         {
@@ -499,8 +559,10 @@ impl Inner {
         if let Some((sender, value)) = to_send {
             let _ = sender.send(value);
         }
+        let throttles = self.reader.stats().throttled;
         let mut state = self.lock_state();
         state.in_flight -= 1;
+        state.depth.on_complete(read_bytes, throttles, std::time::Instant::now());
         if let Some((bytes, reads)) = to_release {
             release_locked(&mut state, request.priority, bytes, reads);
         }
@@ -614,11 +676,12 @@ mod tests {
     }
 
     const OPTS: IoOptions = IoOptions {
-        depth: NonZeroUsize::MIN,
+        depth: IoDepth::Fixed(NonZeroUsize::MIN),
         buffer: ByteCount(100),
         coalesce: CoalesceOptions { gap: ByteCount(0), max_read: ByteCount(1000) },
+        open_read: ByteCount(1000),
     };
-    const DEPTH_8: NonZeroUsize = NonZeroUsize::MIN.saturating_add(7);
+    const DEPTH_8: IoDepth = IoDepth::Fixed(NonZeroUsize::MIN.saturating_add(7));
 
     #[tokio::test]
     async fn issues_by_priority_with_depth_one() {

@@ -24,9 +24,6 @@ use crate::format::{self, ColumnEntry, FileTail, TAIL_LEN};
 use crate::io::{CoalesceOptions, IoOptions, LocalFileReader, RangeReader, coalesce_ranges};
 use crate::options::{ByteCount, ReadOptions};
 
-/// How many bytes at the end of the file are read on open.
-const OPEN_READ_BYTES: u64 = 64 * 1024;
-
 /// An open looseleaf file. Cheap to clone; safe to read from several tasks at once.
 #[derive(Clone)]
 pub struct FileReader {
@@ -75,26 +72,35 @@ impl FileReader {
         Self::open(Arc::new(LocalFileReader::open(path)?)).await
     }
 
+    /// Reads the end of the file in one request (no `HEAD` first: a suffix request returns
+    /// the file's size too), and, if the footer and column table do not fit in it, both in one
+    /// more; the metadata of the columns a read needs comes later, in one request per read.
     async fn open_inner(reader: Arc<dyn RangeReader>) -> Result<Self> {
-        let (suffix, file_size) = reader.get_suffix(OPEN_READ_BYTES).await?;
+        let open_read = reader.io_defaults().open_read.get().max(TAIL_LEN);
+        let (mut suffix, file_size) = reader.get_suffix(open_read).await?;
         ensure!(
-            suffix.len() as u64 == file_size.min(OPEN_READ_BYTES),
+            suffix.len() as u64 == file_size.min(open_read),
             corrupt,
             "the end of the file could not be read ({} of {} bytes came back)",
             suffix.len(),
-            file_size.min(OPEN_READ_BYTES)
+            file_size.min(open_read)
         );
         ensure!(file_size > 0, corrupt, "the file is empty");
-        let suffix_start = file_size - suffix.len() as u64;
+        let mut suffix_start = file_size - suffix.len() as u64;
         let tail_bytes = suffix.slice(suffix.len().saturating_sub(TAIL_LEN as usize)..);
         let tail = FileTail::parse(&tail_bytes, file_size)?;
-
-        let footer_bytes = if tail.footer_offset >= suffix_start {
-            let start = (tail.footer_offset - suffix_start) as usize;
-            suffix.slice(start..start + tail.footer_length as usize)
-        } else {
-            reader.get_range(tail.footer_range()).await?
-        };
+        // The column table is followed by the footer: read whatever of both is missing at once.
+        let metadata_start = tail.table_offset.min(tail.footer_offset);
+        if metadata_start < suffix_start {
+            let before = reader.get_range(metadata_start..suffix_start).await?;
+            let mut joined = Vec::with_capacity(before.len() + suffix.len());
+            joined.extend_from_slice(&before);
+            joined.extend_from_slice(&suffix);
+            suffix = Bytes::from(joined);
+            suffix_start = metadata_start;
+        }
+        let footer_start = (tail.footer_offset - suffix_start) as usize;
+        let footer_bytes = suffix.slice(footer_start..footer_start + tail.footer_length as usize);
         let footer: Footer = format::decode_checked(&footer_bytes, tail.footer_crc, "footer")?;
         let (schema, fields) = schema_from_proto(&footer.fields, &footer.metadata, tail.num_columns)?;
         let columns = (0..tail.num_columns).map(|_| OnceLock::new()).collect();

@@ -173,6 +173,12 @@ impl FileWriter {
         Ok(writer)
     }
 
+    /// Names the file `location` in errors (the store's own path otherwise).
+    pub fn with_location(mut self, location: impl Into<String>) -> Self {
+        self.location = location.into();
+        self
+    }
+
     /// The schema being written.
     pub fn schema(&self) -> &SchemaRef {
         &self.schema
@@ -347,6 +353,21 @@ impl FileWriter {
         upload.write(bytes);
         self.position += bytes.len() as u64;
         Ok(())
+    }
+}
+
+impl Drop for FileWriter {
+    /// A writer dropped before [`FileWriter::finish`] abandons its upload: nothing becomes
+    /// visible, and an object store's pending multipart upload is aborted (in the background,
+    /// on the current tokio runtime; without one, the store's lifecycle rules clean it up).
+    fn drop(&mut self) {
+        if let Some(upload) = self.upload.take()
+            && let Ok(runtime) = tokio::runtime::Handle::try_current()
+        {
+            runtime.spawn(async move {
+                let _ = upload.abort().await;
+            });
+        }
     }
 }
 

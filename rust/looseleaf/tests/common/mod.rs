@@ -32,6 +32,7 @@ use futures::TryStreamExt;
 use futures::future::BoxFuture;
 use looseleaf::format::proto::{ColumnMetadata, encoding::Kind};
 use looseleaf::format::{ColumnEntry, FileTail, TAIL_LEN, decode_checked};
+use looseleaf::io::IoDepth;
 use looseleaf::io::{CoalesceOptions, LocalFileReader, RangeReader};
 use looseleaf::{ByteCount, FileWriter, FinishedFile, IoOptions, IoStats, ReadBuilder, WriterOptions};
 use rand::rngs::StdRng;
@@ -974,13 +975,14 @@ pub fn random_io(rng: &mut StdRng) -> Option<IoOptions> {
     let local = IoOptions::LOCAL;
     match rng.random_range(0..6) {
         0 => None,
-        1 => Some(IoOptions { depth: nz(1), ..local }),
-        2 => Some(IoOptions { depth: nz(1), buffer: ByteCount(1), ..local }),
-        3 => Some(IoOptions { depth: nz(4), buffer: ByteCount(1), ..local }),
+        1 => Some(IoOptions { depth: IoDepth::Fixed(nz(1)), ..local }),
+        2 => Some(IoOptions { depth: IoDepth::Fixed(nz(1)), buffer: ByteCount(1), ..local }),
+        3 => Some(IoOptions { depth: IoDepth::Fixed(nz(4)), buffer: ByteCount(1), ..local }),
         4 => Some(IoOptions {
-            depth: nz(3),
+            depth: IoDepth::Fixed(nz(3)),
             buffer: ByteCount(4096),
             coalesce: CoalesceOptions { gap: ByteCount(0), max_read: ByteCount(rng.random_range(16..=200)) },
+            ..local
         }),
         _ => Some(IoOptions {
             coalesce: CoalesceOptions { gap: ByteCount(1 << 20), max_read: ByteCount(1 << 30) },

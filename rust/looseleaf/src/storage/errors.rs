@@ -1,0 +1,137 @@
+//! [`StoreError`]: a store's failure, classified (missing object, denied, throttled, transient)
+//! and with every secret scrubbed out of its message.
+
+use std::fmt;
+
+use object_store::client::{HttpError, HttpErrorKind};
+
+/// The longest message kept of a store's error.
+const MAX_MESSAGE: usize = 500;
+
+/// What kind of failure a store reported.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum StoreErrorKind {
+    /// The object or bucket does not exist.
+    NotFound,
+    /// The credentials are missing, wrong, or not allowed to do this.
+    PermissionDenied,
+    /// The store asked the client to slow down (HTTP 429, 503, `SlowDown`).
+    Throttled,
+    /// The request may succeed if tried again (connection refused or reset, a timeout, HTTP 500,
+    /// 502, 504).
+    Transient,
+    /// Anything else (a bad request, an unexpected answer).
+    Other,
+}
+
+/// A failure of an object store, as the [`Error::Io`](crate::Error::Io) source of the reads and
+/// writes of remote files. Its message is the store's, with the values of secret options
+/// removed.
+#[derive(Debug, Clone)]
+pub struct StoreError {
+    kind: StoreErrorKind,
+    status: Option<u16>,
+    message: String,
+}
+
+impl StoreError {
+    /// Classifies `error`, removing each of `secrets` from its message.
+    pub(crate) fn new(error: &object_store::Error, secrets: &[String]) -> Self {
+        let mut message = error.to_string();
+        for secret in secrets {
+            message = message.replace(secret.as_str(), "<redacted>");
+        }
+        // One line, of a readable length: stores answer with whole XML documents.
+        let mut message = message.split_whitespace().collect::<Vec<_>>().join(" ");
+        if message.len() > MAX_MESSAGE {
+            let cut = (0..=MAX_MESSAGE).rev().find(|i| message.is_char_boundary(*i)).unwrap_or(0);
+            message.truncate(cut);
+            message.push_str(" …");
+        }
+        let status = status_code(&message);
+        let kind = match (error, status) {
+            (object_store::Error::NotFound { .. }, _) | (_, Some(404)) => StoreErrorKind::NotFound,
+            (object_store::Error::PermissionDenied { .. } | object_store::Error::Unauthenticated { .. }, _)
+            | (_, Some(401 | 403)) => StoreErrorKind::PermissionDenied,
+            (_, Some(429 | 503)) => StoreErrorKind::Throttled,
+            _ if message.contains("SlowDown") || message.contains("TooManyRequests") => StoreErrorKind::Throttled,
+            (_, Some(500 | 502 | 504)) => StoreErrorKind::Transient,
+            _ if transport_failure(error) => StoreErrorKind::Transient,
+            _ => StoreErrorKind::Other,
+        };
+        Self { kind, status, message }
+    }
+
+    /// What kind of failure it was.
+    pub fn kind(&self) -> StoreErrorKind {
+        self.kind
+    }
+
+    /// The HTTP status of the store's answer, if there was one.
+    pub fn status(&self) -> Option<u16> {
+        self.status
+    }
+
+    /// Whether trying again may succeed.
+    pub fn is_retryable(&self) -> bool {
+        matches!(self.kind, StoreErrorKind::Throttled | StoreErrorKind::Transient)
+    }
+}
+
+impl fmt::Display for StoreError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.message)
+    }
+}
+
+impl std::error::Error for StoreError {}
+
+/// The HTTP status `object_store` reports in its message ("... status code: 503 ...").
+fn status_code(message: &str) -> Option<u16> {
+    let (_, rest) = message.split_once("status code: ")?;
+    rest.get(..3)?.parse().ok()
+}
+
+/// Whether the request failed before an answer came back (connection, timeout, interrupted).
+fn transport_failure(error: &object_store::Error) -> bool {
+    let mut source: Option<&(dyn std::error::Error + 'static)> = std::error::Error::source(error);
+    while let Some(e) = source {
+        if let Some(http) = e.downcast_ref::<HttpError>() {
+            return matches!(
+                http.kind(),
+                HttpErrorKind::Connect | HttpErrorKind::Request | HttpErrorKind::Timeout | HttpErrorKind::Interrupted
+            );
+        }
+        source = e.source();
+    }
+    false
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn generic(message: &str) -> object_store::Error {
+        object_store::Error::Generic { store: "S3", source: message.to_string().into() }
+    }
+
+    #[test]
+    fn classifies_and_scrubs() {
+        let secrets = vec!["s3cr3t-value".to_string()];
+        let e = StoreError::new(
+            &generic("Server returned non-2xx status code: 503 Service Unavailable: SlowDown"),
+            &secrets,
+        );
+        assert_eq!((e.kind(), e.status()), (StoreErrorKind::Throttled, Some(503)));
+        assert!(e.is_retryable());
+        let e = StoreError::new(&generic("status code: 403 Forbidden: key s3cr3t-value rejected"), &secrets);
+        assert_eq!(e.kind(), StoreErrorKind::PermissionDenied);
+        assert!(!e.to_string().contains("s3cr3t") && e.to_string().contains("<redacted>"), "{e}");
+        let e = StoreError::new(&generic("status code: 500 Internal Server Error"), &secrets);
+        assert_eq!(e.kind(), StoreErrorKind::Transient);
+        let e = StoreError::new(&generic("status code: 400 Bad Request"), &secrets);
+        assert_eq!(e.kind(), StoreErrorKind::Other);
+        assert!(!e.is_retryable());
+    }
+}

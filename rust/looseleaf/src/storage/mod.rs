@@ -1,0 +1,24 @@
+//! Storage: where files are ([`Location`], parsed once for every front end), how the stores
+//! behind them are configured ([`StorageOptions`]) and built (once per process and
+//! configuration), and how their failures are reported ([`StoreError`]).
+//!
+//! Locations are local paths, `file://` URLs, `memory://` (one in-process store) and object
+//! stores: `s3://` (and `s3a://`, as Spark users write it), `gs://`, `az://`/`abfs(s)://`,
+//! `http(s)://`. Object stores are `object_store`'s, configured the way pylance, delta-rs and
+//! polars configure them: a mapping of `object_store` keys (`aws_endpoint`, `aws_region`,
+//! `aws_access_key_id`, `google_service_account`, `azure_storage_account_name`, ...) on top of
+//! the environment's (`AWS_*`, `GOOGLE_*`, `AZURE_*` variables, read as `object_store` reads
+//! them).
+//!
+//! # Secrets
+//! Values of keys that hold credentials never appear in a `Debug` form, an error or a location's
+//! display: [`StorageOptions`] redacts them, and [`StoreError`] scrubs them out of the messages
+//! of the stores' own errors.
+
+mod errors;
+mod location;
+mod stores;
+
+pub use errors::{StoreError, StoreErrorKind};
+pub use location::{Location, StoreKind};
+pub use stores::StorageOptions;
