@@ -234,3 +234,9 @@ def nested_tables(draw: st.DrawFn, max_rows: int = 200, max_columns: int = 4, ma
         columns.append(random_nested_array(rng, t, num_rows, null_fraction))
         fields.append(pa.field(f"c{i}", t, nullable=nullable))
     return pa.Table.from_arrays(columns, schema=pa.schema(fields))
+
+
+def take_rows(table: pa.Table, indices: list[int]) -> pa.Table:
+    """The rows at ``indices``, by slicing (pyarrow's ``take`` has no kernel for view types): the
+    independent truth a ``take`` is compared with."""
+    return pa.concat_tables([table.slice(0, 0)] + [table.slice(i, 1) for i in indices])

@@ -344,7 +344,8 @@ import looseleaf, pyarrow as pa
 reader = looseleaf.open({str(path)!r})
 rows = [5, 0, 5, 19_999]
 import numpy as np
-for indices in (rows, array.array("q", rows), array.array("I", rows), np.array(rows), np.array(rows, np.int32)):
+shapes = (rows, array.array("q", rows), array.array("I", rows), np.array(rows), np.array(rows, np.int32))
+for indices in shapes:
     assert reader.take(indices, columns=["id"]).column(0).to_pylist() == rows, indices
 assert "pandas" not in sys.modules, "a take imported pandas"
 # (pyarrow.array itself imports pandas: built last.)

@@ -8,13 +8,9 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 import looseleaf
-from strategies import nested_tables, split_batches
+from strategies import nested_tables, split_batches, take_rows
 
 PAGE_SIZES = st.sampled_from([1, 64, 700, 4096, 65536])
-
-
-def take_rows(table: pa.Table, indices: list[int]) -> pa.Table:
-    return pa.concat_tables([table.slice(0, 0)] + [table.slice(i, 1) for i in indices])
 
 
 def narrowed(array: pa.Array, child: int) -> pa.Array:

@@ -11,15 +11,10 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 import looseleaf
-from strategies import flat_tables, flat_types, random_array, split_batches
+from strategies import flat_tables, flat_types, random_array, split_batches, take_rows
 
 PAGE_SIZES = st.sampled_from([1, 64, 1000, 4096, 65536, 8 * 1024 * 1024])
 BATCH_SIZES = st.lists(st.integers(1, 500), min_size=1, max_size=4)
-
-
-def take_rows(table: pa.Table, indices: list[int]) -> pa.Table:
-    """The rows at ``indices`` by slicing (pyarrow's take has no kernel for view types)."""
-    return pa.concat_tables([table.slice(0, 0)] + [table.slice(i, 1) for i in indices])
 
 
 def write(table: pa.Table, path, page_size: int, input_sizes: list[int]) -> None:

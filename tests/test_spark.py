@@ -25,7 +25,7 @@ from pyspark.sql import types as T
 
 import looseleaf
 import looseleaf.spark as ls
-from looseleaf.spark._dataset import FileInfo, PartitionOptions, list_files, plan_partitions
+from looseleaf.spark._dataset import FileInfo, PartitionOptions, list_files, plan_partitions, schema_file
 from looseleaf.spark._filters import ColumnPredicate, FilterPlan, to_predicate
 from strategies import nested_tables, random_nested_array, random_nested_type
 
@@ -313,8 +313,10 @@ def test_options_are_checked(tmp_path):
         ls.plan_read(str(tmp_path), colums="a")
     with pytest.raises(looseleaf.InvalidArgumentError, match="targetPartitionBytes"):
         ls.plan_read(str(tmp_path), targetPartitionBytes="lots")
-    with pytest.raises(looseleaf.InvalidArgumentError, match="local"):
-        ls.plan_read("s3://bucket/data")
+    with pytest.raises(looseleaf.InvalidArgumentError, match="memory"):
+        ls.plan_read("memory://data")
+    with pytest.raises(looseleaf.InvalidArgumentError, match="ftp"):
+        ls.plan_read("ftp://host/data")
     with pytest.raises(looseleaf.NotFoundError, match="no looseleaf files"):
         ls.plan_read(str(tmp_path))
 
@@ -417,9 +419,9 @@ def test_spark_write_then_read_round_trip(spark, tmp_path, make):
     files = _visible_files(out)
     assert len(files) == 3
     assert all(f.startswith("part-") for f in files)
-    assert sorted(os.listdir(out)) == sorted([*files, "_schema.leaf"])  # staging cleaned up
+    assert sorted(os.listdir(out)) == sorted([*files, "_commits", "_schemas"])  # no litter
     back = _read(spark, out)
-    assert back.schema == ls.arrow_to_spark_schema(looseleaf.open(out / "_schema.leaf").schema)
+    assert back.schema == ls.arrow_to_spark_schema(looseleaf.open(schema_file([str(out)])).schema)
     actual = back.toArrow()
     assert actual.schema.types == expected.schema.types
     _assert_same_rows(actual, expected)
@@ -563,8 +565,10 @@ def test_user_schema_projects_and_is_checked(spark, tmp_path):
         wrong.collect()
 
 
-def test_hidden_and_staging_files_are_ignored(spark, tmp_path):
+def test_hidden_uncommitted_and_staging_files_are_ignored(spark, tmp_path):
     spark.range(5).write.format("looseleaf").mode("overwrite").save(str(tmp_path))
+    # A data file no commit names (a job that died before committing) is not read either.
+    looseleaf.write_table(pa.table({"id": pa.array([77], pa.int64())}), tmp_path / "part-99999-x.leaf")
     junk = pa.table({"id": pa.array([99], pa.int64())})
     (tmp_path / "_temporary" / "job").mkdir(parents=True)
     for name in ["_temporary/job/part-0.leaf", ".hidden.leaf", "_other.leaf"]:
@@ -625,8 +629,14 @@ def test_a_failed_write_leaves_nothing_readable(spark, tmp_path):
 
 
 def test_a_corrupt_file_fails_the_read_naming_it(spark, tmp_path):
-    spark.range(10).write.format("looseleaf").mode("overwrite").save(str(tmp_path))
-    good = os.path.join(tmp_path, _visible_files(tmp_path)[0])
+    written = tmp_path / "written"
+    spark.range(10).write.format("looseleaf").mode("overwrite").save(str(written))
+    good = os.path.join(written, _visible_files(written)[0])
+    # A directory without a commit log, as files copied in by other means make one: every
+    # file in it is read.
+    tmp_path = tmp_path / "copied"
+    tmp_path.mkdir()
+    looseleaf.write_table(looseleaf.open(good).to_table(), tmp_path / "good.leaf")
     truncated = tmp_path / "part-truncated.leaf"
     with open(good, "rb") as f:
         data = f.read()
@@ -695,3 +705,84 @@ def test_map_in_arrow_helpers_round_trip(spark, tmp_path):
         for r in source.select(["point", "id"]).to_pylist()
     ]
     assert _sorted(got).to_pylist() == sorted(expected, key=lambda r: r["id"])
+
+
+# --- object stores (moto's S3 server on 127.0.0.1) --------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def s3():
+    from s3_server import start_moto
+
+    server = start_moto()
+    server.create_bucket("spark")
+    yield server
+    server.stop()
+
+
+def _storage_options(s3) -> dict[str, str]:
+    return {f"storage.{k}": v for k, v in s3.storage_options().items()}
+
+
+def test_s3_write_then_read(spark, s3):
+    from s3_server import SECRET_KEY
+
+    source = _flat_table()
+    df = spark.createDataFrame(source, schema=ls.arrow_to_spark_schema(source.schema)).repartition(3)
+    out = "s3a://spark/flat"
+    options = _storage_options(s3)
+    df.write.format("looseleaf").options(**options).mode("overwrite").save(out)
+    back = _read(spark, out, **options)
+    _assert_same_rows(back.toArrow(), df.toArrow())
+    # The files, from plain Python: three data files, committed.
+    files = list_files([out], storage=ls.ReadOptions.parse({**options, "path": out}).storage)
+    assert len(files) == 3
+    assert all(f.startswith("s3a://spark/flat/part-") for f in files)
+    # Projection, append, and the secret nowhere in the plan.
+    narrow = _read(spark, out, columns="id", **options)
+    plan = narrow._jdf.queryExecution().toString()
+    assert SECRET_KEY not in plan
+    assert narrow.count() == source.num_rows
+    df.limit(5).write.format("looseleaf").options(**options).mode("append").save(out)
+    assert _read(spark, out, **options).count() == source.num_rows + 5
+
+
+def test_s3_failed_job_leaves_nothing_readable(spark, s3):
+    out = "s3://spark/failing"
+    options = _storage_options(s3)
+    spark.range(0, 4).write.format("looseleaf").options(**options).mode("overwrite").save(out)
+    storage = ls.ReadOptions.parse({**options, "path": out}).storage
+    before = storage.list(out, recursive=True)
+
+    @F.udf("long")
+    def fail_in_one_partition(x):
+        if x == 15:
+            time.sleep(0.5)
+            raise ValueError("this task fails")
+        return x
+
+    failing = spark.range(0, 20, 1, 2).select(fail_in_one_partition("id").alias("id"))
+    with pytest.raises(Exception, match="this task fails"):
+        failing.write.format("looseleaf").options(**options).mode("overwrite").save(out)
+    assert storage.list(out, recursive=True) == before
+    assert sorted(r["id"] for r in _read(spark, out, **options).collect()) == [0, 1, 2, 3]
+
+
+def test_s3_map_in_arrow_helpers(spark, s3):
+    options = _storage_options(s3)
+    out = "s3://spark/mapped"
+    spark.range(0, 1000, 1, 4).write.format("looseleaf").options(**options).mode("overwrite").save(out)
+    schema = ls.schema_of(out, **options)
+    ranges = spark.createDataFrame(ls.list_ranges(out, **options), ls.RANGE_SCHEMA)
+    back = ranges.repartition(2).mapInArrow(
+        ls.read_ranges(schema, storage_options=s3.storage_options()), schema
+    )
+    assert sorted(r["id"] for r in back.collect()) == list(range(1000))
+    written = spark.range(50).mapInArrow(
+        ls.write_partitions("s3://spark/parts", storage_options=s3.storage_options()), ls.WRITE_RESULT_SCHEMA
+    )
+    paths = [r["path"] for r in written.collect()]
+    assert paths
+    assert all(p.startswith("s3://spark/parts/part-") for p in paths)
+    total = sum(looseleaf.open(p, storage_options=s3.storage_options()).num_rows for p in paths)
+    assert total == 50

@@ -1,4 +1,9 @@
-"""The ``looseleaf`` command: ``demo``, ``inspect`` and ``convert``."""
+"""The ``looseleaf`` command: ``demo``, ``inspect`` and ``convert``.
+
+Paths are anything :func:`looseleaf.open` takes, object store URLs included; each
+``--storage-option KEY=VALUE`` (repeatable) configures the store. Errors are one line naming the
+file and the problem, not a traceback.
+"""
 
 from __future__ import annotations
 
@@ -15,8 +20,13 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from . import __version__
+from .exceptions import LooseleafError
 from .reader import open as open_file
 from .writer import FileWriter, write_table
+
+#: Extensions of the files ``convert`` reads or writes with pyarrow rather than looseleaf.
+_ARROW_IPC = (".arrow", ".feather", ".ipc")
+_PARQUET = (".parquet", ".pq")
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -30,22 +40,54 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     demo.add_argument("--dir", default=None, help="where to write (default: a temporary directory)")
 
-    inspect = commands.add_parser("inspect", help="print a file's schema, columns, pages and encodings")
+    storage = argparse.ArgumentParser(add_help=False)
+    storage.add_argument(
+        "--storage-option",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="configure the object store (object_store keys: aws_endpoint, aws_region, ...); repeatable",
+    )
+
+    inspect = commands.add_parser(
+        "inspect", parents=[storage], help="print a file's schema, columns, pages and encodings"
+    )
     inspect.add_argument("path")
     inspect.add_argument("--pages", action="store_true", help="list every page")
     inspect.add_argument("--json", action="store_true", help="print the metadata as JSON")
 
-    convert = commands.add_parser("convert", help="convert a Parquet, Arrow IPC or Feather file to looseleaf")
+    convert = commands.add_parser(
+        "convert",
+        parents=[storage],
+        help="convert Parquet, Arrow IPC or Feather to looseleaf, or looseleaf to any of them",
+    )
     convert.add_argument("source")
     convert.add_argument("destination")
     convert.add_argument("--page-size", type=int, default=None, help="target page size in bytes")
 
     args = parser.parse_args(argv)
-    if args.command == "demo":
-        return run_demo(args.rows, args.dir)
-    if args.command == "inspect":
-        return run_inspect(args.path, pages=args.pages, as_json=args.json)
-    return run_convert(args.source, args.destination, args.page_size)
+    try:
+        if args.command == "demo":
+            return run_demo(args.rows, args.dir)
+        storage_options = _storage_options(parser, args.storage_option)
+        if args.command == "inspect":
+            return run_inspect(
+                args.path, pages=args.pages, as_json=args.json, storage_options=storage_options
+            )
+        return run_convert(args.source, args.destination, args.page_size, storage_options)
+    except (LooseleafError, OSError) as e:
+        print(f"looseleaf: error: {e}", file=sys.stderr)
+        return 1
+
+
+def _storage_options(parser: argparse.ArgumentParser, pairs: list[str]) -> dict[str, str]:
+    options = {}
+    for pair in pairs:
+        key, sep, value = pair.partition("=")
+        if not sep or not key:
+            parser.error(f"--storage-option takes KEY=VALUE, got {pair!r}")
+        options[key] = value
+    return options
 
 
 def sample_table(num_rows: int, seed: int = 42) -> pa.Table:
@@ -133,8 +175,10 @@ def run_demo(num_rows: int, directory: str | None) -> int:
     return 0
 
 
-def run_inspect(path: str, *, pages: bool, as_json: bool) -> int:
-    reader = open_file(path)
+def run_inspect(
+    path: str, *, pages: bool, as_json: bool, storage_options: dict[str, str] | None = None
+) -> int:
+    reader = open_file(path, storage_options=storage_options)
     metadata = reader.metadata
     if as_json:
         print(json.dumps(metadata, indent=2))
@@ -167,24 +211,49 @@ def _progress(done: int, total: int, started: float) -> None:
     sys.stderr.flush()
 
 
-def run_convert(source: str, destination: str, page_size: int | None) -> int:
+def run_convert(
+    source: str, destination: str, page_size: int | None, storage_options: dict[str, str] | None = None
+) -> int:
+    """Parquet or Arrow IPC (local files, read by pyarrow) to looseleaf at any location, or
+    looseleaf at any location to looseleaf, Parquet or Arrow IPC."""
     import pyarrow.ipc as ipc
     import pyarrow.parquet as pq
 
-    if source.endswith((".arrow", ".feather", ".ipc")):
+    if source.endswith(_ARROW_IPC):
         table = ipc.open_file(source).read_all()
         batches, total, schema = iter(table.to_batches()), table.num_rows, table.schema
-    else:
+    elif source.endswith(_PARQUET):
         parquet = pq.ParquetFile(source)
         batches = parquet.iter_batches(batch_size=65536)
         total, schema = parquet.metadata.num_rows, parquet.schema_arrow
+    else:
+        reader = open_file(source, storage_options=storage_options)
+        stream = reader.read_all()
+        batches, total, schema = iter(stream), reader.num_rows, stream.schema
     started = time.perf_counter()
     done = 0
-    with FileWriter(destination, schema, page_size=page_size) as writer:
+
+    def progress(batch: pa.RecordBatch) -> pa.RecordBatch:
+        nonlocal done
+        done += batch.num_rows
+        _progress(done, total, started)
+        return batch
+
+    if destination.endswith(_PARQUET + _ARROW_IPC):
+        if destination.endswith(_PARQUET):
+            with pq.ParquetWriter(destination, schema) as sink:
+                for batch in batches:
+                    sink.write_batch(progress(batch))
+        else:
+            with ipc.new_file(destination, schema) as sink:
+                for batch in batches:
+                    sink.write_batch(progress(batch))
+        sys.stderr.write("\n")
+        print(f"wrote {destination}: {done:,} rows")
+        return 0
+    with FileWriter(destination, schema, page_size=page_size, storage_options=storage_options) as writer:
         for batch in batches:
-            writer.write_batch(batch)
-            done += batch.num_rows
-            _progress(done, total, started)
+            writer.write_batch(progress(batch))
         result = writer.close()
     sys.stderr.write("\n")
     print(f"wrote {destination}: {result['num_rows']:,} rows, {_mb(result['num_bytes'])}")

@@ -3,10 +3,12 @@ rows into Spark input partitions.
 
 Nothing here imports PySpark: it is plain planning over file metadata, testable alone.
 
-A **dataset** is a file, a glob, or a directory. In a directory, the data files are the
-``*.leaf`` files whose names do not start with ``_`` or ``.`` (those are the writer's schema file,
-its ``_temporary/`` staging directory, and other tools' hidden files); subdirectories are read
-only with ``recursive=True``. A glob matches whatever it matches, hidden names excepted.
+A **dataset** is a file, a glob, or a directory, local or in an object store (see
+:mod:`._storage`). A directory the data source wrote has a commit log, which names its data
+files (see :mod:`._commits`); in any other directory, the data files are the ``*.leaf`` files
+whose names do not start with ``_`` or ``.`` (other tools' hidden files), subdirectories
+included only with ``recursive=True``. A glob matches whatever it matches, hidden names
+excepted.
 
 **Partitioning** works on row ranges, not on files or pages: each file's rows are cut into
 equal ranges of about ``target_bytes`` of projected data (the stored bytes of the projection,
@@ -18,7 +20,7 @@ file feeds many tasks and many small files share one.
 
 from __future__ import annotations
 
-import glob
+import fnmatch
 import itertools
 import math
 import os
@@ -29,17 +31,11 @@ from typing import TypeVar
 
 import pyarrow as pa
 
-from .. import _looseleaf
-from ..exceptions import InvalidArgumentError, LooseleafError, NotFoundError, UnsupportedError
+from ..exceptions import LooseleafError, NotFoundError
 from ..reader import FileReader
 from ..reader import open as open_file
-
-#: Name of the schema file the Spark writer leaves in a dataset directory: a looseleaf file
-#: with no rows. Readers use it for the schema of a directory (and of an empty one).
-SCHEMA_FILE = "_schema.leaf"
-
-#: Staging directory of the Spark writer: ``_temporary/<job id>/``.
-TEMPORARY_DIR = "_temporary"
+from ._commits import LEGACY_SCHEMA_FILE, read_log
+from ._storage import Storage, has_glob, is_remote, normalize
 
 #: Suffix of data files in a dataset directory.
 DATA_SUFFIX = ".leaf"
@@ -83,75 +79,107 @@ def is_hidden(name: str) -> bool:
     return name.startswith(("_", "."))
 
 
-def local_path(path: str) -> str:
-    """A local path from a path or ``file://`` URI (parsed by the engine); other schemes are
-    refused (Spark tasks run in other processes, so ``memory://`` cannot work either)."""
-    if not isinstance(path, str) or not path:
-        raise InvalidArgumentError(f"a looseleaf dataset path must be a non-empty string, got {path!r}")
-    try:
-        scheme, parsed = _looseleaf.parse_location(path)
-    except UnsupportedError as e:
-        raise InvalidArgumentError(
-            f"{path}: the Spark data source reads and writes local (or shared, mounted) paths and "
-            f"file:// URIs only ({e})"
-        ) from None
-    if scheme != "file":
-        raise InvalidArgumentError(f"{path}: Spark tasks run in other processes and cannot read {scheme}://")
-    return os.path.abspath(os.path.expanduser(parsed))
-
-
-def _has_magic(path: str) -> bool:
-    return any(c in path for c in "*?[")
-
-
-def list_files(paths: Sequence[str], *, recursive: bool = False) -> list[str]:
+def list_files(paths: Sequence[str], *, recursive: bool = False, storage: Storage | None = None) -> list[str]:
     """The data files of ``paths`` (files, globs, directories), sorted per path and without
-    duplicates. Raises :class:`~looseleaf.NotFoundError` for a path that names nothing."""
+    duplicates. A directory with a commit log shows the files its commits make visible (see
+    :mod:`._commits`), one without every ``*.leaf`` file not hidden. Raises
+    :class:`~looseleaf.NotFoundError` for a path that names nothing."""
+    storage = storage or Storage()
     found: list[str] = []
     for raw in paths:
-        path = local_path(raw)
-        if _has_magic(path):
-            matches = [m for m in sorted(glob.glob(path, recursive=True)) if not _hidden_below(m, path)]
+        path = normalize(raw)
+        if has_glob(path):
+            matches = _glob_files(path, recursive, storage)
             if not matches:
                 raise NotFoundError(f"{raw}: no file matches")
-            for match in matches:
-                found.extend(_directory_files(match, recursive) if os.path.isdir(match) else [match])
-        elif os.path.isdir(path):
-            found.extend(_directory_files(path, recursive))
-        elif os.path.exists(path):
+            found.extend(matches)
+        elif path.endswith(DATA_SUFFIX) and storage.is_file(path):
             found.append(path)
         else:
-            raise NotFoundError(f"{raw}: no such file or directory")
+            files, exists = directory_files(path, recursive, storage)
+            if not exists:
+                raise NotFoundError(f"{raw}: no such file or directory")
+            found.extend(files)
     return list(dict.fromkeys(found))
 
 
-def _hidden_below(match: str, pattern: str) -> bool:
-    """Whether a glob match has a hidden component the pattern did not spell out."""
-    spelled = set(pattern.split(os.sep))
-    return any(is_hidden(part) and part not in spelled for part in match.split(os.sep))
+def directory_files(directory: str, recursive: bool, storage: Storage) -> tuple[list[str], bool]:
+    """The data files a reader sees in ``directory``, and whether it exists at all."""
+    log = read_log(directory, storage)
+    if log is not None:
+        return log.files(storage), True
+    listed = storage.list(directory, recursive=recursive)
+    if not listed:
+        return [], storage.exists(directory)
+    separator = "/" if is_remote(directory) else os.sep
+    files = []
+    for location, _ in listed:
+        relative = location[len(directory) :].lstrip(separator).split(separator)
+        if location.endswith(DATA_SUFFIX) and not any(is_hidden(part) for part in relative):
+            files.append(location)
+    return files, True
 
 
-def _directory_files(directory: str, recursive: bool) -> list[str]:
-    files: list[str] = []
-    with os.scandir(directory) as entries:
-        for entry in sorted(entries, key=lambda e: e.name):
-            if is_hidden(entry.name):
-                continue
-            if entry.is_dir():
-                if recursive:
-                    files.extend(_directory_files(entry.path, recursive))
-            elif entry.name.endswith(DATA_SUFFIX):
-                files.append(entry.path)
-    return files
+def _glob_files(pattern: str, recursive: bool, storage: Storage) -> list[str]:
+    """The data files a glob names: files it matches, and the files of directories it matches
+    (those below them too with ``recursive``). A name segment of ``*``, ``?`` or ``[...]``
+    matches one name; ``**`` matches any depth. Hidden names are skipped unless spelled out, and
+    so are files a directory's commit log does not show."""
+    separator = "/" if is_remote(pattern) else os.sep
+    parts = pattern.split(separator)
+    fixed = next(i for i, part in enumerate(parts) if has_glob(part))
+    base = separator.join(parts[:fixed])
+    depth = len(parts) - fixed
+    spelled = set(parts)
+    out = []
+    for location, _ in storage.list(base, recursive=True):
+        relative = location[len(base) :].lstrip(separator).split(separator)
+        if any(is_hidden(part) and part not in spelled for part in relative):
+            continue
+        if "**" in parts:
+            matched = fnmatch.fnmatchcase(location, pattern.replace("**", "*"))
+        else:
+            head = separator.join([*parts[:fixed], *relative[:depth]])
+            inside = len(relative) - depth
+            matched = (
+                len(relative) >= depth
+                and fnmatch.fnmatchcase(head, pattern)
+                and (inside == 0 or inside == 1 or recursive)
+            )
+        if matched and location.endswith(DATA_SUFFIX):
+            out.append(location)
+    return _committed(out, storage)
 
 
-def schema_file(paths: Sequence[str]) -> str | None:
-    """The writer's schema file, if ``paths`` is one directory that has one."""
-    if len(paths) != 1:
+def _committed(files: list[str], storage: Storage) -> list[str]:
+    """``files`` but those of directories with a commit log that the log does not show."""
+    visible: dict[str, set[str] | None] = {}
+    out = []
+    for location in files:
+        directory = location[: len(location) - len(storage.name(location))].rstrip("/" + os.sep)
+        if directory not in visible:
+            log = read_log(directory, storage)
+            visible[directory] = None if log is None else set(log.files(storage))
+        shown = visible[directory]
+        if shown is None or location in shown:
+            out.append(location)
+    return out
+
+
+def schema_file(paths: Sequence[str], storage: Storage | None = None) -> str | None:
+    """The dataset's schema file, if ``paths`` is one directory that has one (its last commit's,
+    or ``_schema.leaf``)."""
+    if len(paths) != 1 or has_glob(paths[0]):
         return None
-    path = local_path(paths[0])
-    candidate = os.path.join(path, SCHEMA_FILE)
-    return candidate if not _has_magic(path) and os.path.isfile(candidate) else None
+    storage = storage or Storage()
+    path = normalize(paths[0])
+    if path.endswith(DATA_SUFFIX) and storage.is_file(path):
+        return None
+    log = read_log(path, storage)
+    if log is not None:
+        return log.schema_file(storage)
+    candidate = storage.join(path, LEGACY_SCHEMA_FILE)
+    return candidate if storage.is_file(candidate) else None
 
 
 def projected_schema(reader: FileReader, columns: Sequence[str] | None) -> pa.Schema:
@@ -160,13 +188,20 @@ def projected_schema(reader: FileReader, columns: Sequence[str] | None) -> pa.Sc
     return pa.schema(reader.stream(columns, start=0, num_rows=0).schema)
 
 
-def open_files(paths: Sequence[str], visit: Callable[[FileReader], T], *, threads: int = 16) -> list[T]:
+def open_files(
+    paths: Sequence[str],
+    visit: Callable[[FileReader], T],
+    *,
+    storage: Storage | None = None,
+    threads: int = 16,
+) -> list[T]:
     """Opens every file (a few at a time: opening is a small read at the end of each file, done
     without the GIL) and returns ``visit(reader)`` of each, in order. A failure names its file."""
+    storage = storage or Storage()
 
     def one(path: str) -> T:
         try:
-            return visit(open_file(path))
+            return visit(open_file(path, **storage.open_kwargs()))
         except LooseleafError:
             raise  # already names the file
         except Exception as e:

@@ -6,19 +6,15 @@ Python workers the JVM starts); ``DataSourceReader.read`` and ``DataSourceWriter
 the tasks. Readers and writers are pickled in between, so they hold plain data only, and native
 looseleaf handles are opened inside ``read``/``write``.
 
-Reading: see :mod:`._dataset` for files and partitioning. Writing is a two-phase commit: each
-task writes one file under ``<dir>/_temporary/<job id>/`` (hidden from readers, and made
-visible by the looseleaf writer only once complete); the driver's ``commit`` moves the files of
-the successful tasks into ``<dir>`` and writes ``<dir>/_schema.leaf``, and ``abort`` deletes the
-job's staging directory. A failed job therefore leaves no file a reader would pick up.
+Reading: see :mod:`._dataset` for files and partitioning. Writing commits through the
+directory's commit log (:mod:`._commits`), the same on local disks and object stores, with no
+rename: each task writes its file in place, invisible to readers until the driver's ``commit``
+writes one small commit naming the files of the successful tasks; ``abort`` deletes the job's
+files. A failed job therefore leaves no file a reader would pick up.
 """
 
 from __future__ import annotations
 
-import contextlib
-import os
-import shutil
-import uuid
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any, ClassVar
@@ -33,19 +29,19 @@ from pyspark.sql.datasource import (
 )
 from pyspark.sql.types import StructType
 
-from ..exceptions import InvalidArgumentError, LooseleafIOError, NotFoundError, SchemaMismatchError
+from .. import _looseleaf
+from ..exceptions import InvalidArgumentError, NotFoundError, SchemaMismatchError
 from ..reader import FileReader
 from ..reader import open as open_file
 from ..writer import FileWriter, write_table
+from ._commits import COMMITS_DIR, SCHEMAS_DIR, Commit, new_job_id, read_log, start_log, write_commit
 from ._dataset import (
     DATA_SUFFIX,
-    SCHEMA_FILE,
-    TEMPORARY_DIR,
     FileInfo,
     FileRange,
+    directory_files,
     file_info,
     list_files,
-    local_path,
     open_files,
     plan_partitions,
     projected_schema,
@@ -53,6 +49,7 @@ from ._dataset import (
 )
 from ._filters import FilterPlan
 from ._options import ReadOptions, WriteOptions
+from ._storage import normalize
 from ._types import arrow_to_spark_schema, as_nullable, cast_batch, spark_to_arrow_schema
 
 NAME = "looseleaf"
@@ -80,15 +77,16 @@ class ReadPlan:
 def dataset_schema(options: ReadOptions) -> StructType:
     """The Spark schema of a dataset: from the writer's ``_schema.leaf`` of a directory, else
     from its first data file, narrowed to the ``columns`` option."""
-    source = schema_file(options.paths)
+    storage = options.storage
+    source = schema_file(options.paths, storage)
     if source is None:
-        files = list_files(options.paths, recursive=options.recursive)
+        files = list_files(options.paths, recursive=options.recursive, storage=storage)
         if not files:
-            raise NotFoundError(
-                f"{', '.join(options.paths)}: no looseleaf files ({SCHEMA_FILE} or *{DATA_SUFFIX})"
-            )
+            raise NotFoundError(f"{', '.join(options.paths)}: no looseleaf files (*{DATA_SUFFIX})")
         source = files[0]
-    return arrow_to_spark_schema(projected_schema(open_file(source), options.columns))
+    return arrow_to_spark_schema(
+        projected_schema(open_file(source, **storage.open_kwargs()), options.columns)
+    )
 
 
 def _spark_string(schema: StructType) -> str:
@@ -117,8 +115,8 @@ def plan_read(options: ReadOptions, schema: StructType | None = None) -> ReadPla
     """Lists, opens and checks the files of a read and splits them into partitions."""
     schema = schema if schema is not None else dataset_schema(options)
     columns = options.columns or schema.fieldNames()
-    files = list_files(options.paths, recursive=options.recursive)
-    infos = open_files(files, _FileChecker(schema, columns))
+    files = list_files(options.paths, recursive=options.recursive, storage=options.storage)
+    infos = open_files(files, _FileChecker(schema, columns), storage=options.storage)
     return ReadPlan(schema, options.columns, plan_partitions(infos, options.partitioning), infos)
 
 
@@ -148,7 +146,9 @@ class LooseleafReader(DataSourceReader):
         for r in getattr(partition, "ranges", None) or ():
             reader = readers.get(r.path)
             if reader is None:
-                reader = readers[r.path] = open_file(r.path, **self.options.engine)
+                reader = readers[r.path] = open_file(
+                    r.path, **self.options.storage.open_kwargs(), **self.options.engine
+                )
             for batch in reader.read_range(r.start, r.count, self.columns):
                 yield cast_batch(batch, target, source=r.path)
 
@@ -165,45 +165,54 @@ class LooseleafFilteringReader(LooseleafReader):
 
 @dataclass
 class LooseleafCommitMessage(WriterCommitMessage):
-    """What one write task did: the staged file (``None`` if the task had no rows) and the name
-    it takes when the job commits."""
+    """What one write task did: the name of the file it wrote in the dataset's directory
+    (``None`` if the task had no rows)."""
 
-    staged_path: str | None
-    final_name: str
+    name: str | None
     num_rows: int
     num_bytes: int
 
 
 class LooseleafWriter(DataSourceArrowWriter):
-    """Writes one ``.leaf`` file per task, committed when the job commits."""
+    """Writes one ``.leaf`` file per task, made visible when the job commits (see
+    :mod:`._commits`)."""
 
     def __init__(self, options: WriteOptions, schema: StructType, overwrite: bool) -> None:
-        self.directory = local_path(options.path)
+        self.storage = options.storage
+        self.directory = normalize(options.path)
         self.page_size = options.page_size
         self.compression = options.compression
         self.overwrite = overwrite
-        self.job_id = uuid.uuid4().hex
         self.arrow_schema = spark_to_arrow_schema(schema)
-        if os.path.exists(self.directory) and not os.path.isdir(self.directory):
+        if self.storage.is_file(self.directory):
             raise InvalidArgumentError(f"{self.directory}: not a directory")
+        log = read_log(self.directory, self.storage)
         if not overwrite:
             self._check_append(schema)
-        # Made here, on the driver, and never by the tasks: once abort() has removed it, a task
-        # still running cannot stage a file any more (it fails instead of leaving litter).
-        os.makedirs(self.staging_dir)
+        if log is None:
+            # Before any task writes: from now on only committed files are visible.
+            legacy, _ = directory_files(self.directory, False, self.storage)
+            self._start_log(legacy)
+        # Drawn after the log's first commit, so that this job's commit sorts after it.
+        self.job_id = new_job_id()
 
-    @property
-    def staging_dir(self) -> str:
-        return os.path.join(self.directory, TEMPORARY_DIR, self.job_id)
+    def _start_log(self, legacy: list[str]) -> None:
+        source = schema_file([self.directory], self.storage) or (legacy[0] if legacy else None)
+        schema = (
+            open_file(source, **self.storage.open_kwargs()).schema
+            if source is not None
+            else self.arrow_schema
+        )
+        start_log(self.directory, self.storage, _schema_bytes(schema), legacy)
 
     def _check_append(self, schema: StructType) -> None:
-        existing = schema_file([self.directory])
+        existing = schema_file([self.directory], self.storage)
         if existing is None:
-            files = list_files([self.directory]) if os.path.isdir(self.directory) else []
+            files, _ = directory_files(self.directory, False, self.storage)
             existing = files[0] if files else None
         if existing is None:
             return
-        have = _spark_string(arrow_to_spark_schema(open_file(existing).schema))
+        have = _spark_string(arrow_to_spark_schema(open_file(existing, **self.storage.open_kwargs()).schema))
         new = _spark_string(as_nullable(schema))
         if have != new:
             raise SchemaMismatchError(
@@ -215,61 +224,69 @@ class LooseleafWriter(DataSourceArrowWriter):
 
         context = TaskContext.get()
         partition = context.partitionId() if context is not None else 0
-        attempt = f"{context.attemptNumber()}-{context.taskAttemptId()}" if context is not None else "0"
-        final_name = f"part-{partition:05d}-{self.job_id}{DATA_SUFFIX}"
-        staged = os.path.join(
-            self.staging_dir, f"part-{partition:05d}-{attempt}-{uuid.uuid4().hex[:8]}{DATA_SUFFIX}"
-        )
+        attempt = context.taskAttemptId() if context is not None else 0
+        name = f"part-{partition:05d}-{self.job_id}-{attempt}{DATA_SUFFIX}"
         writer: FileWriter | None = None
         try:
             for batch in iterator:
                 if batch.num_rows == 0:
                     continue
                 if writer is None:
-                    if not os.path.isdir(self.staging_dir):
-                        raise LooseleafIOError(f"{self.staging_dir}: gone, the write job was aborted")
-                    writer = self._file_writer(staged)
+                    writer = self._file_writer(self.storage.join(self.directory, name))
                 writer.write_batch(cast_batch(batch, self.arrow_schema))
             if writer is None:
-                return LooseleafCommitMessage(None, final_name, 0, 0)
+                return LooseleafCommitMessage(None, 0, 0)
             result = writer.close()
         except BaseException:
             if writer is not None and not writer.closed:
                 writer.abort()
             raise
-        return LooseleafCommitMessage(staged, final_name, result["num_rows"], result["num_bytes"])
+        return LooseleafCommitMessage(name, result["num_rows"], result["num_bytes"])
 
     def _file_writer(self, path: str) -> FileWriter:
-        options: dict[str, Any] = {"page_size": self.page_size}
+        options: dict[str, Any] = {"page_size": self.page_size, **self.storage.open_kwargs()}
         if self.compression is not None:
             options["compression"] = self.compression
         return FileWriter(path, self.arrow_schema, **options)
 
     def commit(self, messages: list[LooseleafCommitMessage | None]) -> None:
-        os.makedirs(self.directory, exist_ok=True)
-        replaced = list_files([self.directory]) if self.overwrite else []
-        committed = set()
-        for message in messages:
-            if message is None or message.staged_path is None:
-                continue
-            final = os.path.join(self.directory, message.final_name)
-            os.replace(message.staged_path, final)
-            committed.add(final)
-        schema_path = os.path.join(self.directory, SCHEMA_FILE)
-        if self.overwrite or not os.path.exists(schema_path):
-            write_table(self.arrow_schema.empty_table(), schema_path)
-        for path in replaced:
-            if path not in committed:
-                os.remove(path)
-        self._clean_staging()
+        names = tuple(m.name for m in messages if m is not None and m.name is not None)
+        before = read_log(self.directory, self.storage)
+        schema = f"{SCHEMAS_DIR}/{self.job_id}.leaf"
+        self.storage.write_bytes(self.storage.join(self.directory, schema), _schema_bytes(self.arrow_schema))
+        mode = "overwrite" if self.overwrite else "append"
+        write_commit(self.directory, self.storage, Commit(self.job_id, mode, names, schema))
+        # Committed. What follows only tidies up: a driver dying here leaves files no reader
+        # sees (see docs/spark.md).
+        self._delete_job_files(keep=set(names))
+        if self.overwrite and before is not None:
+            for commit in before.commits:
+                for name in commit.files:
+                    self.storage.delete(self.storage.join(self.directory, name))
+                self.storage.delete(self.storage.join(self.directory, f"{COMMITS_DIR}/{commit.job}.json"))
+                self.storage.delete(self.storage.join(self.directory, commit.schema))
 
     def abort(self, messages: list[LooseleafCommitMessage | None]) -> None:
-        self._clean_staging()
+        self._delete_job_files(keep=set())
 
-    def _clean_staging(self) -> None:
-        shutil.rmtree(self.staging_dir, ignore_errors=True)
-        with contextlib.suppress(OSError):  # removed only if no other job uses it
-            os.rmdir(os.path.join(self.directory, TEMPORARY_DIR))
+    def _delete_job_files(self, keep: set[str]) -> None:
+        """Deletes this job's data files but those in ``keep`` (attempts that lost, or every
+        file of an aborted job)."""
+        for location, _ in self.storage.list(self.directory):
+            name = self.storage.name(location)
+            if self.job_id in name and name.endswith(DATA_SUFFIX) and name not in keep:
+                self.storage.delete(location)
+
+
+def _schema_bytes(schema: pa.Schema) -> bytes:
+    """A looseleaf file of ``schema`` with no rows: a dataset's schema file (written in the
+    process's memory store, then read back whole)."""
+    path = f"memory://schemas/{new_job_id()}.leaf"
+    write_table(schema.empty_table(), path)
+    try:
+        return _looseleaf.read_object(path)
+    finally:
+        _looseleaf.delete_object(path)
 
 
 class LooseleafDataSource(DataSource):

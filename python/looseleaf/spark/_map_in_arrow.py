@@ -13,7 +13,6 @@ leaves no file, but the files of the tasks that succeeded stay if the job fails 
 
 from __future__ import annotations
 
-import os
 import uuid
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any
@@ -26,9 +25,10 @@ from ..exceptions import InvalidArgumentError
 from ..reader import FileReader
 from ..reader import open as open_file
 from ..writer import FileWriter
-from ._dataset import DATA_SUFFIX, local_path, parse_columns
+from ._dataset import DATA_SUFFIX, parse_columns
 from ._datasource import dataset_schema, plan_read
 from ._options import ReadOptions
+from ._storage import Storage, normalize
 from ._types import arrow_to_spark_schema, cast_batch, spark_to_arrow_schema
 
 #: Schema of the rows :func:`read_ranges` takes (and :func:`list_ranges` returns).
@@ -76,6 +76,8 @@ def _read_options(path: str, columns: str | Sequence[str] | None, options: dict)
 def read_ranges(
     schema: StructType,
     columns: str | Sequence[str] | None = None,
+    *,
+    storage_options: dict[str, str] | None = None,
     **options: Any,
 ) -> ArrowMapFunction:
     """A ``mapInArrow`` function reading the rows its input names.
@@ -84,8 +86,9 @@ def read_ranges(
     each row yields the batches of rows ``start .. start + count`` of ``path``, cast to
     ``schema`` (the schema given to ``mapInArrow``; :func:`schema_of` gives it). ``columns``
     (default: the top-level fields of ``schema``) is the looseleaf projection, nested paths
-    allowed; ``options`` are the engine's read options (``batch_size``, ``io_depth``,
-    ``io_buffer_bytes``, as :func:`looseleaf.open` takes them).
+    allowed; ``storage_options`` configures the object store the files are in, and ``options``
+    are the engine's read options (``batch_size``, ``io_depth``, ``io_buffer_bytes``), as
+    :func:`looseleaf.open` takes both.
 
     >>> ranges = spark.createDataFrame(list_ranges(path), RANGE_SCHEMA)  # doctest: +SKIP
     >>> ranges.mapInArrow(read_ranges(schema_of(path)), schema_of(path))  # doctest: +SKIP
@@ -97,6 +100,7 @@ def read_ranges(
     projection = parse_columns(columns) or schema.fieldNames()
     # Checked here, on the driver, rather than in the first task.
     engine = _looseleaf.read_options(**options)
+    storage = Storage(dict(storage_options or {}))
 
     def read(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         from pyspark.sql.pandas.types import to_arrow_schema
@@ -108,12 +112,12 @@ def read_ranges(
             for path, start, count in zip(paths, starts, counts, strict=True):
                 if path is None or start is None or count is None:
                     raise InvalidArgumentError(f"a range row has a null: ({path!r}, {start!r}, {count!r})")
-                local = local_path(path)
-                reader = readers.get(local)
+                location = normalize(path)
+                reader = readers.get(location)
                 if reader is None:
-                    reader = readers[local] = open_file(local, **engine)
+                    reader = readers[location] = open_file(location, **storage.open_kwargs(), **engine)
                 for out in reader.read_range(start, count, projection):
-                    yield cast_batch(out, target, source=local)
+                    yield cast_batch(out, target, source=location)
 
     return read
 
@@ -134,21 +138,24 @@ def write_partitions(
     schema: StructType | None = None,
     *,
     page_size: int | None = None,
+    storage_options: dict[str, str] | None = None,
 ) -> ArrowMapFunction:
-    """A ``mapInArrow`` function writing each partition to ``directory/part-<uuid>.leaf``.
+    """A ``mapInArrow`` function writing each partition to ``directory/part-<uuid>.leaf``
+    (a local directory or an object store prefix, configured by ``storage_options``).
 
     Yields one row per file written (an empty partition writes none), in the shape of
     :data:`WRITE_RESULT_SCHEMA`: ``df.mapInArrow(write_partitions(d), WRITE_RESULT_SCHEMA)``.
     ``schema`` (the DataFrame's) keeps its non-null flags in the files; without it, the files'
     schema is the batches' Arrow schema in canonical form with every field nullable."""
-    directory = local_path(directory)
+    directory = normalize(directory)
+    storage = Storage(dict(storage_options or {}))
     arrow_schema = spark_to_arrow_schema(schema) if schema is not None else None
     result_schema = spark_to_arrow_schema(WRITE_RESULT_SCHEMA)
 
     def write(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         target = arrow_schema
         writer: FileWriter | None = None
-        path = os.path.join(directory, f"part-{uuid.uuid4().hex}{DATA_SUFFIX}")
+        path = storage.join(directory, f"part-{uuid.uuid4().hex}{DATA_SUFFIX}")
         try:
             for batch in batches:
                 if target is None:
@@ -156,8 +163,7 @@ def write_partitions(
                 if batch.num_rows == 0:
                     continue
                 if writer is None:
-                    os.makedirs(directory, exist_ok=True)
-                    writer = FileWriter(path, target, page_size=page_size)
+                    writer = FileWriter(path, target, page_size=page_size, **storage.open_kwargs())
                 writer.write_batch(cast_batch(batch, target))
             if writer is None:
                 return

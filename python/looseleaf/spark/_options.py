@@ -14,6 +14,7 @@ from typing import Any
 from .. import _looseleaf
 from ..exceptions import InvalidArgumentError
 from ._dataset import DEFAULT_OPEN_COST_BYTES, DEFAULT_TARGET_BYTES, PartitionOptions, parse_columns
+from ._storage import Storage
 
 #: Every option, by its lower-case name (Spark lower-cases option names), with its spelling.
 READ_OPTIONS = {
@@ -34,9 +35,13 @@ KNOWN_OPTIONS = {**READ_OPTIONS, **WRITE_OPTIONS}
 _COMPRESSIONS = ("none", "lz4", "zstd")
 
 
+#: Prefix of the options configuring the object store (``storage.aws_endpoint``, ...).
+STORAGE_PREFIX = "storage."
+
+
 def _lower(options: Mapping[str, str]) -> dict[str, str]:
     out = {str(k).lower(): v for k, v in options.items()}
-    unknown = sorted(k for k in out if k not in KNOWN_OPTIONS)
+    unknown = sorted(k for k in out if k not in KNOWN_OPTIONS and not k.startswith(STORAGE_PREFIX))
     if unknown:
         known = ", ".join(sorted(set(KNOWN_OPTIONS.values())))
         raise InvalidArgumentError(f"unknown looseleaf option(s) {unknown}; the options are: {known}")
@@ -76,6 +81,13 @@ def parse_bool(name: str, value: str | bool) -> bool:
     return text == "true"
 
 
+def parse_storage(options: Mapping[str, str]) -> Storage:
+    """The ``storage.*`` options: the object store's configuration (``object_store`` keys)."""
+    return Storage(
+        {k[len(STORAGE_PREFIX) :]: str(v) for k, v in options.items() if k.startswith(STORAGE_PREFIX)}
+    )
+
+
 def parse_paths(options: Mapping[str, str]) -> list[str]:
     """``path`` (one path, glob or directory) and/or ``paths`` (a JSON list, which is how Spark
     passes several paths given to ``load``)."""
@@ -107,6 +119,8 @@ class ReadOptions:
     #: The engine's read options (``batch_size``, ``io_depth``, ``io_buffer_bytes``), checked by
     #: the engine and passed to every file it opens.
     engine: dict[str, Any] = field(default_factory=dict)
+    #: Where the files are and how to reach them (``storage.*`` options; never shown).
+    storage: Storage = field(default_factory=Storage)
 
     @classmethod
     def parse(cls, options: Mapping[str, str], defaults: Mapping[str, str] | None = None) -> ReadOptions:
@@ -126,6 +140,7 @@ class ReadOptions:
             engine=_looseleaf.read_options(
                 **{engine: o[spark] for spark, engine in ENGINE_READ_OPTIONS.items() if spark in o}
             ),
+            storage=parse_storage(o),
         )
 
 
@@ -136,6 +151,7 @@ class WriteOptions:
     path: str
     page_size: int | None = None
     compression: str | None = None
+    storage: Storage = field(default_factory=Storage)
 
     @classmethod
     def parse(cls, options: Mapping[str, str], defaults: Mapping[str, str] | None = None) -> WriteOptions:
@@ -152,4 +168,5 @@ class WriteOptions:
             path=paths[0],
             page_size=parse_bytes("pageSize", o["pagesize"]) if "pagesize" in o else None,
             compression=None if compression == "none" else compression,
+            storage=parse_storage(o),
         )

@@ -41,5 +41,10 @@ fn _looseleaf(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(options::check_read_options, m)?)?;
     m.add_function(wrap_pyfunction!(options::parse_size, m)?)?;
     m.add_function(wrap_pyfunction!(options::parse_location, m)?)?;
+    m.add_function(wrap_pyfunction!(storage::list_objects, m)?)?;
+    m.add_function(wrap_pyfunction!(storage::object_exists, m)?)?;
+    m.add_function(wrap_pyfunction!(storage::read_object, m)?)?;
+    m.add_function(wrap_pyfunction!(storage::write_object, m)?)?;
+    m.add_function(wrap_pyfunction!(storage::delete_object, m)?)?;
     Ok(())
 }

@@ -1,11 +1,13 @@
-//! `storage_options` from Python: a mapping of `object_store` keys to values, as pylance,
-//! delta-rs and polars take it.
+//! `storage_options` from Python (a mapping of `object_store` keys to values, as pylance,
+//! delta-rs and polars take it), and whole objects at any location, for the dataset layers
+//! (the Spark data source lists, commits and cleans up through these).
 
-use looseleaf::StorageOptions;
+use looseleaf::{Location, StorageOptions};
 use pyo3::prelude::*;
-use pyo3::types::{PyBool, PyDict};
+use pyo3::types::{PyBool, PyBytes, PyDict};
 
-use crate::errors::invalid_argument;
+use crate::errors::{IntoPyResult, invalid_argument};
+use crate::runtime::wait;
 
 /// The storage options of a Python mapping (`None`: the environment's configuration). Values
 /// are passed as text: `True` becomes `"true"`, numbers their decimal form.
@@ -28,4 +30,65 @@ pub fn storage_options(options: Option<&Bound<'_, PyAny>>) -> PyResult<StorageOp
         out.insert(key, value);
     }
     Ok(out)
+}
+
+/// The location and storage options of a call.
+fn at(location: &str, options: Option<&Bound<'_, PyAny>>) -> PyResult<(Location, StorageOptions)> {
+    Ok((Location::parse(location).py_err()?, storage_options(options)?))
+}
+
+/// `(location, size)` of the objects under `location` (a directory or prefix), sorted.
+#[pyfunction]
+#[pyo3(signature = (location, *, storage_options = None, recursive = false))]
+pub fn list_objects(
+    py: Python<'_>,
+    location: &str,
+    storage_options: Option<&Bound<'_, PyAny>>,
+    recursive: bool,
+) -> PyResult<Vec<(String, u64)>> {
+    let (location, options) = at(location, storage_options)?;
+    let objects = wait(py, async move { location.list(&options, recursive).await })?.py_err()?;
+    Ok(objects.into_iter().map(|o| (o.location, o.size)).collect())
+}
+
+/// Whether an object exists at `location`.
+#[pyfunction]
+#[pyo3(signature = (location, *, storage_options = None))]
+pub fn object_exists(py: Python<'_>, location: &str, storage_options: Option<&Bound<'_, PyAny>>) -> PyResult<bool> {
+    let (location, options) = at(location, storage_options)?;
+    wait(py, async move { location.exists(&options).await })?.py_err()
+}
+
+/// The whole (small) object at `location`.
+#[pyfunction]
+#[pyo3(signature = (location, *, storage_options = None))]
+pub fn read_object<'py>(
+    py: Python<'py>,
+    location: &str,
+    storage_options: Option<&Bound<'py, PyAny>>,
+) -> PyResult<Bound<'py, PyBytes>> {
+    let (location, options) = at(location, storage_options)?;
+    let bytes = wait(py, async move { location.read_all(&options).await })?.py_err()?;
+    Ok(PyBytes::new(py, &bytes))
+}
+
+/// Writes `data` as the whole object at `location`, visible at once or not at all.
+#[pyfunction]
+#[pyo3(signature = (location, data, *, storage_options = None))]
+pub fn write_object(
+    py: Python<'_>,
+    location: &str,
+    data: Vec<u8>,
+    storage_options: Option<&Bound<'_, PyAny>>,
+) -> PyResult<()> {
+    let (location, options) = at(location, storage_options)?;
+    wait(py, async move { location.write_all(bytes::Bytes::from(data), &options).await })?.py_err()
+}
+
+/// Deletes the object at `location` (a missing one is not an error).
+#[pyfunction]
+#[pyo3(signature = (location, *, storage_options = None))]
+pub fn delete_object(py: Python<'_>, location: &str, storage_options: Option<&Bound<'_, PyAny>>) -> PyResult<()> {
+    let (location, options) = at(location, storage_options)?;
+    wait(py, async move { location.delete(&options).await })?.py_err()
 }

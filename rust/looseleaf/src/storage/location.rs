@@ -146,7 +146,11 @@ impl Location {
     }
 
     /// The store holding the file and the file's path in it.
-    fn store(&self, options: &StorageOptions, purpose: StorePurpose) -> Result<(Arc<dyn ObjectStore>, ObjectPath)> {
+    pub(crate) fn object_store(
+        &self,
+        options: &StorageOptions,
+        purpose: StorePurpose,
+    ) -> Result<(Arc<dyn ObjectStore>, ObjectPath)> {
         match self {
             Self::Local(path) => {
                 let absolute = std::path::absolute(path).map_err(|e| Error::io(self.to_string(), e))?;
@@ -175,7 +179,7 @@ impl Location {
                     .with_io_defaults(IoOptions::LOCAL),
             ),
             Self::Remote { .. } => {
-                let (store, path) = self.store(options, StorePurpose::Read)?;
+                let (store, path) = self.object_store(options, StorePurpose::Read)?;
                 Arc::new(ObjectStoreReader::new(store, path, self.to_string()).with_secrets(options.secrets()))
             }
         })
@@ -201,8 +205,8 @@ impl Location {
         writer: WriterOptions,
         options: &StorageOptions,
     ) -> Result<FileWriter> {
-        let (store, path) = self.store(options, StorePurpose::Write)?;
-        FileWriter::try_new(store, &path, schema, writer).await.map(|w| w.with_location(self.to_string()))
+        let (store, path) = self.object_store(options, StorePurpose::Write)?;
+        FileWriter::try_new_named(store, &path, self.to_string(), schema, writer).await
     }
 
     /// The local path, for a local file.

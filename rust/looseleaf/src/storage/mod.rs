@@ -17,8 +17,10 @@
 
 mod errors;
 mod location;
+mod objects;
 mod stores;
 
 pub use errors::{StoreError, StoreErrorKind};
 pub use location::{Location, StoreKind};
+pub use objects::ObjectInfo;
 pub use stores::StorageOptions;

@@ -128,7 +128,17 @@ impl FileWriter {
         schema: SchemaRef,
         options: WriterOptions,
     ) -> Result<Self> {
-        let location = path.to_string();
+        Self::try_new_named(store, path, path.to_string(), schema, options).await
+    }
+
+    /// As [`FileWriter::try_new`], naming the file `location` in errors from the start.
+    pub(crate) async fn try_new_named(
+        store: Arc<dyn ObjectStore>,
+        path: &Path,
+        location: String,
+        schema: SchemaRef,
+        options: WriterOptions,
+    ) -> Result<Self> {
         let fields = assign_columns(&schema)?;
         // Check now that the footer can describe the schema, not after all the data is written.
         schema_to_proto(&schema)?;
@@ -168,15 +178,7 @@ impl FileWriter {
         let absolute = std::path::absolute(path).map_err(|e| Error::io(display.clone(), e))?;
         let store_path = Path::from_absolute_path(&absolute).map_err(|e| Error::io(display.clone(), e))?;
         let store = Arc::new(object_store::local::LocalFileSystem::new());
-        let mut writer = Self::try_new(store, &store_path, schema, options).await?;
-        writer.location = display;
-        Ok(writer)
-    }
-
-    /// Names the file `location` in errors (the store's own path otherwise).
-    pub fn with_location(mut self, location: impl Into<String>) -> Self {
-        self.location = location.into();
-        self
+        Self::try_new_named(store, &store_path, display, schema, options).await
     }
 
     /// The schema being written.

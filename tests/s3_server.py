@@ -1,0 +1,273 @@
+"""A real S3 endpoint on 127.0.0.1 for the tests and the benchmarks: moto in server mode, in a
+process of its own, and an optional HTTP proxy in front of it that counts requests, adds a
+first-byte latency, caps each response's bandwidth, and answers chosen requests with an error.
+
+Nothing here imports looseleaf: the benchmarks use it for every system they compare.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import http.client
+import os
+import random
+import socket
+import subprocess
+import sys
+import threading
+import time
+import urllib.request
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+ACCESS_KEY = "testing-access-key"
+SECRET_KEY = "testing-secret-key-do-not-print"
+REGION = "us-east-1"
+
+#: Headers that concern one hop, not the request (RFC 9110 §7.6.1), and those the proxy rewrites.
+_HOP_BY_HOP = {
+    "connection",
+    "keep-alive",
+    "proxy-authenticate",
+    "proxy-authorization",
+    "te",
+    "trailers",
+    "transfer-encoding",
+    "upgrade",
+    "expect",
+    "content-length",
+}
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@dataclass
+class MotoServer:
+    """moto's S3 in a child process, listening on 127.0.0.1."""
+
+    port: int
+    process: subprocess.Popen
+
+    @property
+    def endpoint(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    def storage_options(self, endpoint: str | None = None) -> dict[str, str]:
+        """What looseleaf (and object_store) need to reach it."""
+        return {
+            "aws_endpoint": endpoint or self.endpoint,
+            "aws_allow_http": "true",
+            "aws_access_key_id": ACCESS_KEY,
+            "aws_secret_access_key": SECRET_KEY,
+            "aws_region": REGION,
+        }
+
+    def create_bucket(self, name: str) -> None:
+        self.client().create_bucket(Bucket=name)
+
+    def client(self, endpoint: str | None = None):
+        """A boto3 S3 client of the server (moto depends on boto3)."""
+        import boto3
+
+        return boto3.client(
+            "s3",
+            endpoint_url=endpoint or self.endpoint,
+            aws_access_key_id=ACCESS_KEY,
+            aws_secret_access_key=SECRET_KEY,
+            region_name=REGION,
+        )
+
+    def reset(self) -> None:
+        request = urllib.request.Request(f"{self.endpoint}/moto-api/reset", method="POST")
+        with urllib.request.urlopen(request, timeout=30) as response:
+            response.read()
+
+    def stop(self) -> None:
+        self.process.terminate()
+        try:
+            self.process.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            self.process.kill()
+
+
+def start_moto(timeout: float = 60) -> MotoServer:
+    """Starts moto's server on a free port and waits until it answers."""
+    port = free_port()
+    env = {**os.environ, "MOTO_CALL_RESET_API": "true"}
+    process = subprocess.Popen(
+        [sys.executable, "-m", "moto.server", "-H", "127.0.0.1", "-p", str(port)],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        env=env,
+    )
+    server = MotoServer(port, process)
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if process.poll() is not None:
+            raise RuntimeError("moto's server exited at start (is moto[server] installed?)")
+        try:
+            with urllib.request.urlopen(f"{server.endpoint}/moto-api/", timeout=2):
+                return server
+        except OSError:
+            time.sleep(0.1)
+    server.stop()
+    raise RuntimeError(f"moto's server did not answer within {timeout} s")
+
+
+@dataclass
+class ProxyStats:
+    """What went through a :class:`S3Proxy`."""
+
+    requests: list[tuple[str, str, str | None]] = field(default_factory=list)
+    """``(method, path, Range header)`` of every request, in arrival order."""
+    lock: threading.Lock = field(default_factory=threading.Lock)
+
+    def count(self, method: str | None = None) -> int:
+        with self.lock:
+            return sum(1 for m, _, _ in self.requests if method is None or m == method)
+
+    def clear(self) -> None:
+        with self.lock:
+            self.requests.clear()
+
+
+@dataclass
+class ProxySettings:
+    """How a :class:`S3Proxy` degrades the connection."""
+
+    #: Seconds before the first byte of every response, and a tail: with probability
+    #: ``tail_probability`` the wait is ``tail_factor`` times longer.
+    first_byte: float = 0.0
+    tail_probability: float = 0.0
+    tail_factor: float = 10.0
+    #: Bytes per second of each response body (0: unlimited).
+    bandwidth: float = 0.0
+    #: Called with ``(method, path)``: an HTTP status to answer instead of forwarding, or None.
+    fault: Callable[[str, str], int | None] | None = None
+    seed: int = 7
+
+
+class S3Proxy:
+    """An HTTP proxy in front of an S3 endpoint (see the module documentation)."""
+
+    def __init__(self, upstream_port: int, settings: ProxySettings | None = None) -> None:
+        self.upstream_port = upstream_port
+        self.settings = settings or ProxySettings()
+        self.stats = ProxyStats()
+        self._random = random.Random(self.settings.seed)
+        self._random_lock = threading.Lock()
+        proxy = self
+
+        class Handler(BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+
+            def log_message(self, *args: object) -> None:
+                pass
+
+            def _serve(self) -> None:
+                proxy._serve(self)
+
+            do_GET = do_PUT = do_POST = do_DELETE = do_HEAD = _serve
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.server.daemon_threads = True
+        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
+        self.thread.start()
+
+    @property
+    def endpoint(self) -> str:
+        return f"http://127.0.0.1:{self.server.server_address[1]}"
+
+    def close(self) -> None:
+        self.server.shutdown()
+        self.server.server_close()
+
+    def _delay(self) -> float:
+        settings = self.settings
+        if settings.first_byte <= 0:
+            return 0.0
+        with self._random_lock:
+            tail = self._random.random() < settings.tail_probability
+        return settings.first_byte * (settings.tail_factor if tail else 1.0)
+
+    def _serve(self, handler: BaseHTTPRequestHandler) -> None:
+        method, path = handler.command, handler.path
+        with self.stats.lock:
+            self.stats.requests.append((method, path, handler.headers.get("Range")))
+        body = _request_body(handler)
+        fault = self.settings.fault(method, path) if self.settings.fault else None
+        if fault is not None:
+            message = (
+                b"<Error><Code>SlowDown</Code><Message>Please reduce your request rate.</Message></Error>"
+            )
+            handler.send_response(fault)
+            handler.send_header("Content-Type", "application/xml")
+            handler.send_header("Content-Length", str(len(message)))
+            handler.end_headers()
+            if method != "HEAD":
+                handler.wfile.write(message)
+            return
+        headers = {k: v for k, v in handler.headers.items() if k.lower() not in _HOP_BY_HOP}
+        if body:
+            headers["Content-Length"] = str(len(body))
+        upstream = http.client.HTTPConnection("127.0.0.1", self.upstream_port, timeout=60)
+        try:
+            upstream.request(method, path, body=body, headers=headers)
+            response = upstream.getresponse()
+            data = response.read()
+            time.sleep(self._delay())
+            handler.send_response(response.status, response.reason)
+            length = response.getheader("Content-Length") if method == "HEAD" else str(len(data))
+            for key, value in response.getheaders():
+                if key.lower() not in _HOP_BY_HOP:
+                    handler.send_header(key, value)
+            handler.send_header("Content-Length", length or "0")
+            handler.end_headers()
+            if method != "HEAD":
+                _write_throttled(handler, data, self.settings.bandwidth)
+        finally:
+            upstream.close()
+
+
+def _request_body(handler: BaseHTTPRequestHandler) -> bytes:
+    """The request's body, de-chunked (clients may send ``Transfer-Encoding: chunked``)."""
+    if handler.headers.get("Transfer-Encoding", "").lower() == "chunked":
+        chunks = []
+        while True:
+            size = int(handler.rfile.readline().split(b";")[0].strip() or b"0", 16)
+            if size == 0:
+                handler.rfile.readline()
+                break
+            chunks.append(handler.rfile.read(size))
+            handler.rfile.readline()
+        return b"".join(chunks)
+    length = int(handler.headers.get("Content-Length") or 0)
+    return handler.rfile.read(length) if length else b""
+
+
+def _write_throttled(handler: BaseHTTPRequestHandler, data: bytes, bandwidth: float) -> None:
+    if bandwidth <= 0:
+        handler.wfile.write(data)
+        return
+    chunk = 256 * 1024
+    started = time.monotonic()
+    for offset in range(0, len(data), chunk):
+        handler.wfile.write(data[offset : offset + chunk])
+        ahead = (offset + chunk) / bandwidth - (time.monotonic() - started)
+        if ahead > 0:
+            time.sleep(ahead)
+
+
+@contextlib.contextmanager
+def proxy(server: MotoServer, settings: ProxySettings | None = None) -> Iterator[S3Proxy]:
+    """A proxy in front of ``server`` for the duration of a ``with`` block."""
+    p = S3Proxy(server.port, settings)
+    try:
+        yield p
+    finally:
+        p.close()
