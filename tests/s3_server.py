@@ -125,6 +125,10 @@ class ProxyStats:
 
     requests: list[tuple[str, str, str | None]] = field(default_factory=list)
     """``(method, path, Range header)`` of every request, in arrival order."""
+    arrivals: list[float] = field(default_factory=list)
+    """``time.time()`` of each request's arrival."""
+    bytes_sent: int = 0
+    """Bytes of the response bodies sent."""
     lock: threading.Lock = field(default_factory=threading.Lock)
 
     def count(self, method: str | None = None) -> int:
@@ -134,6 +138,8 @@ class ProxyStats:
     def clear(self) -> None:
         with self.lock:
             self.requests.clear()
+            self.arrivals.clear()
+            self.bytes_sent = 0
 
 
 @dataclass
@@ -199,6 +205,7 @@ class S3Proxy:
         method, path = handler.command, handler.path
         with self.stats.lock:
             self.stats.requests.append((method, path, handler.headers.get("Range")))
+            self.stats.arrivals.append(time.time())
         body = _request_body(handler)
         fault = self.settings.fault(method, path) if self.settings.fault else None
         if fault is not None:
@@ -230,6 +237,8 @@ class S3Proxy:
             handler.end_headers()
             if method != "HEAD":
                 _write_throttled(handler, data, self.settings.bandwidth)
+                with self.stats.lock:
+                    self.stats.bytes_sent += len(data)
         finally:
             upstream.close()
 
