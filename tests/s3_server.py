@@ -155,6 +155,11 @@ class ProxySettings:
     bandwidth: float = 0.0
     #: Called with ``(method, path)``: an HTTP status to answer instead of forwarding, or None.
     fault: Callable[[str, str], int | None] | None = None
+    #: Serve ranged GETs from a copy of the whole object fetched once. moto copies a whole
+    #: object, under a lock, for every ranged read of it: without this, a benchmark would
+    #: measure that (a read's cost growing with the object's size, reads of one object serialised)
+    #: rather than the reader. Objects must not change while cached.
+    cache_objects: bool = False
     seed: int = 7
 
 
@@ -167,6 +172,8 @@ class S3Proxy:
         self.stats = ProxyStats()
         self._random = random.Random(self.settings.seed)
         self._random_lock = threading.Lock()
+        self._objects: dict[str, tuple[bytes, list[tuple[str, str]]]] = {}
+        self._objects_lock = threading.Lock()
         proxy = self
 
         class Handler(BaseHTTPRequestHandler):
@@ -219,6 +226,11 @@ class S3Proxy:
             if method != "HEAD":
                 handler.wfile.write(message)
             return
+        if self.settings.cache_objects and method == "GET" and handler.headers.get("Range"):
+            cached = self._cached(path)
+            if cached is not None:
+                self._serve_range(handler, *cached)
+                return
         headers = {k: v for k, v in handler.headers.items() if k.lower() not in _HOP_BY_HOP}
         if body:
             headers["Content-Length"] = str(len(body))
@@ -241,6 +253,48 @@ class S3Proxy:
                     self.stats.bytes_sent += len(data)
         finally:
             upstream.close()
+
+    def _cached(self, path: str) -> tuple[bytes, list[tuple[str, str]]] | None:
+        """The whole object at ``path`` and its headers, fetched once (``None`` if not an
+        object: the request is then forwarded as it is)."""
+        with self._objects_lock:
+            if path in self._objects:
+                return self._objects[path]
+            upstream = http.client.HTTPConnection("127.0.0.1", self.upstream_port, timeout=60)
+            try:
+                upstream.request("GET", path)
+                response = upstream.getresponse()
+                data = response.read()
+                if response.status != 200:
+                    return None
+                keep = ("content-type", "etag", "last-modified")
+                headers = [(k, v) for k, v in response.getheaders() if k.lower() in keep]
+            finally:
+                upstream.close()
+            self._objects[path] = (data, headers)
+            return data, headers
+
+    def _serve_range(
+        self, handler: BaseHTTPRequestHandler, data: bytes, headers: list[tuple[str, str]]
+    ) -> None:
+        """Answers a ``Range: bytes=a-b`` or ``bytes=-n`` request from ``data``."""
+        spec = handler.headers["Range"].removeprefix("bytes=")
+        first, _, last = spec.partition("-")
+        if first == "":
+            start, end = max(0, len(data) - int(last)), len(data)
+        else:
+            start, end = int(first), min(len(data), int(last) + 1 if last else len(data))
+        part = data[start:end]
+        time.sleep(self._delay())
+        handler.send_response(206)
+        for key, value in headers:
+            handler.send_header(key, value)
+        handler.send_header("Content-Range", f"bytes {start}-{end - 1}/{len(data)}")
+        handler.send_header("Content-Length", str(len(part)))
+        handler.end_headers()
+        _write_throttled(handler, part, self.settings.bandwidth)
+        with self.stats.lock:
+            self.stats.bytes_sent += len(part)
 
 
 def _request_body(handler: BaseHTTPRequestHandler) -> bytes:
