@@ -95,13 +95,12 @@ impl PageScheduler for BinaryScheduler {
             let num_rows = self.num_rows;
             return Box::pin(async move {
                 let (offsets, mut data) = futures::try_join!(offsets, data)?;
-                let DataBlock::FixedWidth(offsets) = offsets.decode(0, num_rows + 1)? else {
-                    bail!(corrupt, "binary offsets do not decode to integers")
-                };
-                ensure!(offsets.bits_per_value == w * 8, corrupt, "binary offsets of the wrong width");
+                ensure!(offsets.num_rows() == num_rows + 1, corrupt, "binary offsets of the wrong length");
                 let data = Buffer::from(data.pop().unwrap_or_default());
-                let block = VariableWidthBlock { offsets: offsets.data, bits_per_offset, data, num_values: num_rows };
-                Ok(Box::new(BinaryDecoder::Whole { block, selection }) as Box<dyn PageDecoder>)
+                // The offsets are decoded batch by batch (`slice_rows`), never the whole page at
+                // once: an encoded page may claim any number of rows for few bytes.
+                let page = WholePage { offsets, bits_per_offset, data, num_values: num_rows };
+                Ok(Box::new(BinaryDecoder::Whole { page, selection }) as Box<dyn PageDecoder>)
             });
         }
 
@@ -185,11 +184,20 @@ pub(crate) fn aligned(bytes: Bytes, align: usize) -> Buffer {
     }
 }
 
+/// A whole loaded page: its offsets' decoder and its data.
+struct WholePage {
+    /// Decodes to `num_values + 1` offsets into `data`.
+    offsets: Box<dyn PageDecoder>,
+    bits_per_offset: u32,
+    data: Buffer,
+    num_values: u64,
+}
+
 /// Loaded rows of a binary page.
 enum BinaryDecoder {
     /// The whole page, of which the decoder holds all rows or, if `selection` is given, the
-    /// rows of those page-relative ranges; batches slice it without copying.
-    Whole { block: VariableWidthBlock, selection: Option<(Vec<Range<u64>>, RangeIndex)> },
+    /// rows of those page-relative ranges; batches share its data without copying.
+    Whole { page: WholePage, selection: Option<(Vec<Range<u64>>, RangeIndex)> },
     /// Some row ranges: per range, its offsets (absolute in the page) and its data bytes, which
     /// start at the range's first offset.
     Parts { parts: Vec<(Vec<u64>, Bytes)>, index: RangeIndex },
@@ -199,25 +207,38 @@ impl PageDecoder for BinaryDecoder {
     fn num_rows(&self) -> u64 {
         match self {
             Self::Whole { selection: Some((_, index)), .. } => index.num_rows(),
-            Self::Whole { block, selection: None } => block.num_values,
+            Self::Whole { page, selection: None } => page.num_values,
             Self::Parts { index, .. } => index.num_rows(),
         }
     }
 
     fn decode(&self, rows_to_skip: u64, num_rows: u64) -> Result<DataBlock> {
         match self {
-            Self::Whole { block, selection: Some((ranges, index)) } => {
-                let blocks = index
+            Self::Whole { page, selection: Some((ranges, index)) } => {
+                let pieces: Vec<(u64, u64)> = index
                     .pieces(rows_to_skip, num_rows)?
                     .into_iter()
-                    .map(|(range, skip, len)| slice_rows(block, ranges[range].start + skip, len))
+                    .map(|(range, skip, len)| (ranges[range].start + skip, len))
+                    .collect();
+                let (Some(first), Some(last)) = (pieces.first(), pieces.last()) else {
+                    return slice_rows(page, 0, 0);
+                };
+                // Many small pieces close together (a take): their offsets decoded at once, when
+                // the span holding them is at most a few times their rows.
+                let span = first.0..last.0 + last.1;
+                let covering = (span.end - span.start <= (4 * num_rows).max(1024))
+                    .then(|| slice_rows(page, span.start, span.end - span.start))
+                    .transpose()?;
+                let blocks = pieces
+                    .iter()
+                    .map(|&(start, len)| match &covering {
+                        Some(DataBlock::VariableWidth(block)) => Ok(sub_block(block, start - span.start, len)),
+                        _ => slice_rows(page, start, len),
+                    })
                     .collect::<Result<Vec<_>>>()?;
-                if blocks.is_empty() {
-                    return slice_rows(block, 0, 0);
-                }
                 DataBlock::concat(blocks)
             }
-            Self::Whole { block, selection: None } => slice_rows(block, rows_to_skip, num_rows),
+            Self::Whole { page, selection: None } => slice_rows(page, rows_to_skip, num_rows),
             Self::Parts { parts, index } => {
                 let blocks = index
                     .pieces(rows_to_skip, num_rows)?
@@ -244,19 +265,33 @@ impl PageDecoder for BinaryDecoder {
     }
 }
 
-/// Rows `start..start + len` of a whole page, sharing its buffers.
-fn slice_rows(block: &VariableWidthBlock, start: u64, len: u64) -> Result<DataBlock> {
-    let end = start
-        .checked_add(len)
-        .filter(|end| *end <= block.num_values)
-        .ok_or_else(|| Error::internal("rows past the end of a binary page"))?;
+/// Rows `start..start + len` of `block`, sharing its buffers.
+fn sub_block(block: &VariableWidthBlock, start: u64, len: u64) -> DataBlock {
     let w = block.bits_per_offset as usize / 8;
-    ensure!(block.offsets.len() >= (end as usize + 1) * w, corrupt, "binary offsets buffer is too short");
-    let offsets = block.offsets.slice_with_length(start as usize * w, (len as usize + 1) * w);
-    Ok(DataBlock::VariableWidth(VariableWidthBlock {
-        offsets,
+    DataBlock::VariableWidth(VariableWidthBlock {
+        offsets: block.offsets.slice_with_length(start as usize * w, (len as usize + 1) * w),
         bits_per_offset: block.bits_per_offset,
         data: block.data.clone(),
+        num_values: len,
+    })
+}
+
+/// Rows `start..start + len` of a whole page: their offsets decoded, the page's data shared.
+fn slice_rows(page: &WholePage, start: u64, len: u64) -> Result<DataBlock> {
+    start
+        .checked_add(len)
+        .filter(|end| *end <= page.num_values)
+        .ok_or_else(|| Error::internal("rows past the end of a binary page"))?;
+    let DataBlock::FixedWidth(offsets) = page.offsets.decode(start, len + 1)? else {
+        bail!(corrupt, "binary offsets do not decode to integers")
+    };
+    let w = page.bits_per_offset as usize / 8;
+    ensure!(offsets.bits_per_value as usize == w * 8, corrupt, "binary offsets of the wrong width");
+    ensure!(offsets.data.len() >= (len as usize + 1) * w, corrupt, "binary offsets buffer is too short");
+    Ok(DataBlock::VariableWidth(VariableWidthBlock {
+        offsets: offsets.data,
+        bits_per_offset: page.bits_per_offset,
+        data: page.data.clone(),
         num_values: len,
     }))
 }
