@@ -155,10 +155,10 @@ class ProxySettings:
     bandwidth: float = 0.0
     #: Called with ``(method, path)``: an HTTP status to answer instead of forwarding, or None.
     fault: Callable[[str, str], int | None] | None = None
-    #: Serve ranged GETs from a copy of the whole object fetched once. moto copies a whole
-    #: object, under a lock, for every ranged read of it: without this, a benchmark would
-    #: measure that (a read's cost growing with the object's size, reads of one object serialised)
-    #: rather than the reader. Objects must not change while cached.
+    #: Serve reads of objects (``GET``, ranged or not, and ``HEAD``) from a copy of each object
+    #: fetched once. moto copies a whole object, under a lock, for every read of it: without
+    #: this, a benchmark would measure that (a read's cost growing with the object's size, reads
+    #: of one object serialised) rather than the reader. Objects must not change while cached.
     cache_objects: bool = False
     seed: int = 7
 
@@ -172,8 +172,9 @@ class S3Proxy:
         self.stats = ProxyStats()
         self._random = random.Random(self.settings.seed)
         self._random_lock = threading.Lock()
-        self._objects: dict[str, tuple[bytes, list[tuple[str, str]]]] = {}
+        self._objects: dict[str, tuple[bytes, list[tuple[str, str]]] | None] = {}
         self._objects_lock = threading.Lock()
+        self._fetch_locks: dict[str, threading.Lock] = {}
         proxy = self
 
         class Handler(BaseHTTPRequestHandler):
@@ -226,10 +227,10 @@ class S3Proxy:
             if method != "HEAD":
                 handler.wfile.write(message)
             return
-        if self.settings.cache_objects and method == "GET" and handler.headers.get("Range"):
+        if self.settings.cache_objects and method in ("GET", "HEAD") and "?" not in path:
             cached = self._cached(path)
             if cached is not None:
-                self._serve_range(handler, *cached)
+                self._serve_cached(handler, method, *cached)
                 return
         headers = {k: v for k, v in handler.headers.items() if k.lower() not in _HOP_BY_HOP}
         if body:
@@ -255,46 +256,60 @@ class S3Proxy:
             upstream.close()
 
     def _cached(self, path: str) -> tuple[bytes, list[tuple[str, str]]] | None:
-        """The whole object at ``path`` and its headers, fetched once (``None`` if not an
-        object: the request is then forwarded as it is)."""
+        """The whole object at ``path`` and its headers, fetched once (``None`` if it is not an
+        object: the request is then forwarded as it is). One object's fetch does not hold up
+        requests for others."""
         with self._objects_lock:
             if path in self._objects:
                 return self._objects[path]
-            upstream = http.client.HTTPConnection("127.0.0.1", self.upstream_port, timeout=60)
+            fetch_lock = self._fetch_locks.setdefault(path, threading.Lock())
+        with fetch_lock:
+            with self._objects_lock:
+                if path in self._objects:
+                    return self._objects[path]
+            upstream = http.client.HTTPConnection("127.0.0.1", self.upstream_port, timeout=120)
             try:
                 upstream.request("GET", path)
                 response = upstream.getresponse()
                 data = response.read()
-                if response.status != 200:
-                    return None
                 keep = ("content-type", "etag", "last-modified")
                 headers = [(k, v) for k, v in response.getheaders() if k.lower() in keep]
             finally:
                 upstream.close()
-            self._objects[path] = (data, headers)
-            return data, headers
+            # Only objects are cached; anything else (a missing key, a bucket) is forwarded as
+            # it comes, every time, since it may change.
+            cached = (data, headers) if response.status == 200 else None
+            if cached is not None:
+                with self._objects_lock:
+                    self._objects[path] = cached
+            return cached
 
-    def _serve_range(
-        self, handler: BaseHTTPRequestHandler, data: bytes, headers: list[tuple[str, str]]
+    def _serve_cached(
+        self, handler: BaseHTTPRequestHandler, method: str, data: bytes, headers: list[tuple[str, str]]
     ) -> None:
-        """Answers a ``Range: bytes=a-b`` or ``bytes=-n`` request from ``data``."""
-        spec = handler.headers["Range"].removeprefix("bytes=")
-        first, _, last = spec.partition("-")
-        if first == "":
-            start, end = max(0, len(data) - int(last)), len(data)
-        else:
-            start, end = int(first), min(len(data), int(last) + 1 if last else len(data))
+        """Answers a ``GET`` (whole, ``Range: bytes=a-b`` or ``bytes=-n``) or ``HEAD`` from
+        ``data``."""
+        spec = handler.headers.get("Range", "").removeprefix("bytes=")
+        start, end = 0, len(data)
+        if spec:
+            first, _, last = spec.partition("-")
+            if first == "":
+                start = max(0, len(data) - int(last))
+            else:
+                start, end = int(first), min(len(data), int(last) + 1 if last else len(data))
         part = data[start:end]
         time.sleep(self._delay())
-        handler.send_response(206)
+        handler.send_response(206 if spec else 200)
         for key, value in headers:
             handler.send_header(key, value)
-        handler.send_header("Content-Range", f"bytes {start}-{end - 1}/{len(data)}")
+        if spec:
+            handler.send_header("Content-Range", f"bytes {start}-{end - 1}/{len(data)}")
         handler.send_header("Content-Length", str(len(part)))
         handler.end_headers()
-        _write_throttled(handler, part, self.settings.bandwidth)
-        with self.stats.lock:
-            self.stats.bytes_sent += len(part)
+        if method == "GET":
+            _write_throttled(handler, part, self.settings.bandwidth)
+            with self.stats.lock:
+                self.stats.bytes_sent += len(part)
 
 
 def _request_body(handler: BaseHTTPRequestHandler) -> bytes:
