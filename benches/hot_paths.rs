@@ -195,6 +195,7 @@ fn io_scheduler_10000_requests(bencher: Bencher) {
                         column: 0,
                         kind: RequestKind::Direct,
                         urgency: None,
+                        holder: None,
                     })
                 })
                 .collect();

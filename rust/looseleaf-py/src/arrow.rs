@@ -104,18 +104,59 @@ pub fn import_schema(obj: &Bound<'_, PyAny>) -> PyResult<SchemaRef> {
 
 /// Turns the async batch stream of a read into the blocking reader the C stream interface
 /// calls (pyarrow calls it with the GIL released).
+///
+/// `next` runs under Arrow's `extern "C"` callback, which a panic must never cross (it would
+/// abort the process): a panic becomes an error, and the stream ends. It also answers Ctrl-C
+/// while it waits, and refuses to run in a process forked after the read started (whose
+/// runtime has no threads left: it would wait forever).
 struct BlockingReader {
     schema: SchemaRef,
-    stream: RecordBatchStream,
+    stream: Option<RecordBatchStream>,
     runtime: Arc<tokio::runtime::Runtime>,
+    /// The process the read started in.
+    pid: u32,
+}
+
+impl BlockingReader {
+    fn next_batch(&mut self) -> Option<Result<RecordBatch, ArrowError>> {
+        if std::process::id() != self.pid {
+            self.stream = None;
+            return Some(Err(external(
+                "this read was started in another process (before a fork): start it again in this one",
+            )));
+        }
+        let stream = self.stream.as_mut()?;
+        let next = crate::runtime::block_on_interruptible(&self.runtime, stream.next());
+        match next {
+            Ok(Some(batch)) => Some(batch.map_err(|e| ArrowError::ExternalError(Box::new(e)))),
+            Ok(None) => {
+                self.stream = None;
+                None
+            }
+            Err(interrupted) => {
+                // Dropping the read stops its I/O; the interrupt is raised again in Python.
+                self.stream = None;
+                Some(Err(external(&interrupted)))
+            }
+        }
+    }
+}
+
+fn external(message: &str) -> ArrowError {
+    ArrowError::ExternalError(Box::new(looseleaf::Error::internal(message.to_string())))
 }
 
 impl Iterator for BlockingReader {
     type Item = Result<RecordBatch, ArrowError>;
 
     fn next(&mut self) -> Option<Self::Item> {
-        let next = self.runtime.block_on(self.stream.next())?;
-        Some(next.map_err(|e| ArrowError::ExternalError(Box::new(e))))
+        match std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| self.next_batch())) {
+            Ok(next) => next,
+            Err(panic) => {
+                self.stream = None;
+                Some(Err(external(&format!("the read failed: {}", crate::runtime::panic_message(&panic)))))
+            }
+        }
     }
 }
 
@@ -142,7 +183,12 @@ impl PyReadStream {
         Self {
             metrics,
             schema: schema.clone(),
-            reader: Mutex::new(Some(BlockingReader { schema, stream, runtime })),
+            reader: Mutex::new(Some(BlockingReader {
+                schema,
+                stream: Some(stream),
+                runtime,
+                pid: std::process::id(),
+            })),
             stats: Box::new(move || io.stats()),
         }
     }

@@ -39,24 +39,70 @@ pub fn runtime() -> PyResult<Arc<tokio::runtime::Runtime>> {
 }
 
 /// Runs `future` to completion on the runtime with the GIL released, raising
-/// `KeyboardInterrupt` (and dropping the future) if Ctrl-C is pressed meanwhile.
+/// `KeyboardInterrupt` (and dropping the future) if Ctrl-C is pressed meanwhile. A panic while
+/// it runs is raised as a `LooseleafError`, never as pyo3's `PanicException` (which `except
+/// Exception` does not catch).
 pub fn wait<F>(py: Python<'_>, future: F) -> PyResult<F::Output>
 where
     F: Future + Send,
     F::Output: Send,
 {
     let runtime = runtime()?;
-    py.detach(|| {
-        runtime.block_on(async {
-            tokio::pin!(future);
-            loop {
-                tokio::select! {
-                    output = &mut future => return Ok(output),
-                    _ = tokio::time::sleep(SIGNAL_CHECK_INTERVAL) => {
-                        Python::attach(|py| py.check_signals())?;
+    let outcome = py.detach(|| {
+        std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            runtime.block_on(async {
+                tokio::pin!(future);
+                loop {
+                    tokio::select! {
+                        output = &mut future => return Ok(output),
+                        _ = tokio::time::sleep(SIGNAL_CHECK_INTERVAL) => {
+                            Python::attach(|py| py.check_signals())?;
+                        }
+                    }
+                }
+            })
+        }))
+    });
+    outcome.unwrap_or_else(|panic| {
+        Err(crate::errors::to_py_err(looseleaf::Error::internal(format!(
+            "looseleaf failed unexpectedly (a bug; please report it): {}",
+            panic_message(&panic)
+        ))))
+    })
+}
+
+/// Runs `future` on `runtime` from a thread that does not hold the GIL (an Arrow consumer
+/// calling a stream), checking for Ctrl-C every [`SIGNAL_CHECK_INTERVAL`]. On Ctrl-C the future
+/// is dropped, the interrupt is armed again for Python to raise, and the error says so.
+pub fn block_on_interruptible<F: Future>(
+    runtime: &tokio::runtime::Runtime,
+    future: F,
+) -> Result<F::Output, String> {
+    runtime.block_on(async {
+        tokio::pin!(future);
+        loop {
+            tokio::select! {
+                output = &mut future => return Ok(output),
+                _ = tokio::time::sleep(SIGNAL_CHECK_INTERVAL) => {
+                    let interrupted = Python::attach(|py| py.check_signals().is_err());
+                    if interrupted {
+                        // SAFETY: `PyErr_SetInterrupt` only sets a flag the interpreter checks
+                        // later; it is documented as callable from any thread, with or without
+                        // the GIL.
+                        unsafe { pyo3::ffi::PyErr_SetInterrupt() };
+                        return Err("interrupted (Ctrl-C)".to_string());
                     }
                 }
             }
-        })
+        }
     })
+}
+
+/// The message of a panic payload.
+pub fn panic_message(panic: &Box<dyn std::any::Any + Send>) -> String {
+    panic
+        .downcast_ref::<&str>()
+        .map(|s| s.to_string())
+        .or_else(|| panic.downcast_ref::<String>().cloned())
+        .unwrap_or_else(|| "a panic".to_string())
 }

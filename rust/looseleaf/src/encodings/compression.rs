@@ -101,6 +101,7 @@ impl PageScheduler for CompressedPageScheduler {
     fn schedule_ranges(&self, ranges: &[Range<u64>], io: &PageIo) -> PageLoad {
         let loaded = io.submit(self.page.buffers.iter().map(|b| b.offset..b.offset + b.size).collect());
         let (page, codec, ranges) = (self.page.clone(), self.codec, ranges.to_vec());
+        let holder = io.holder().clone();
         Box::pin(async move {
             let compressed = loaded.await?;
             // The decompressed buffers, laid out one after the other from a virtual offset, so
@@ -126,6 +127,9 @@ impl PageScheduler for CompressedPageScheduler {
                 blob.extend_from_slice(&plain);
             }
             let blob = Bytes::from(blob);
+            // The decompressed page counts in the I/O buffer for as long as the page is used,
+            // on top of its compressed bytes (kept alive with it).
+            holder.grow(blob.len() as u64);
             let context = PageContext {
                 buffers: &virtual_buffers,
                 num_rows: page.num_rows,

@@ -6,8 +6,9 @@
 //!   bytes, one [`Bytes`] per requested range, in the order asked;
 //! - every request carries a [`Priority`], the lowest top-level row it serves; lower rows are
 //!   read first;
-//! - a request's bytes count against the read's buffer budget from the moment its first read is
-//!   issued until its future resolves (the decoder has taken the data) or is dropped;
+//! - a request's bytes count against the read's I/O buffer from the moment its first read is
+//!   issued until its future resolves, or, if the request names a [`ReservationHolder`], until
+//!   that holder is dropped (the page's decoder and the batches cut from it are done);
 //! - a request whose [`Urgency`] is set (a decoder is waiting for it) is not held back by the
 //!   budget.
 //!
@@ -36,7 +37,7 @@ pub use object_store_reader::ObjectStoreReader;
 pub use page_io::{FollowUpIo, IndirectIo, PageIo};
 pub use plan::{ColumnPlan, IoPlan, PlannedRequest, PlanningIo};
 pub use range_reader::{LocalFileReader, RangeReader, ReaderStats};
-pub use scheduler::{IoOptions, IoScheduler, IoStats};
+pub use scheduler::{IoOptions, IoScheduler, IoStats, ReservationHolder};
 pub use urgency::Urgency;
 
 use crate::error::Result;
@@ -67,6 +68,10 @@ pub struct IoRequest {
     pub kind: RequestKind,
     /// Set when a decoder waits for the page the request serves (see [`Urgency`]).
     pub urgency: Option<Urgency>,
+    /// Keeps the request's reservation of the I/O buffer once it completes, for as long as the
+    /// page it serves is in use (see [`IoScheduler`]); without one, the reservation ends when
+    /// the request's future resolves.
+    pub holder: Option<ReservationHolder>,
 }
 
 impl IoRequest {

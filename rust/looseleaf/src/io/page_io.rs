@@ -13,7 +13,7 @@ use std::sync::{Arc, Mutex, OnceLock};
 use bytes::Bytes;
 use futures::future::{BoxFuture, FutureExt, Shared};
 
-use super::{EncodingsIo, IndirectHint, IoFuture, IoRequest, Priority, RequestKind, Urgency};
+use super::{EncodingsIo, IndirectHint, IoFuture, IoRequest, Priority, RequestKind, ReservationHolder, Urgency};
 use crate::error::{Error, Result};
 
 type SharedBuffers = Shared<BoxFuture<'static, Result<Arc<Vec<Bytes>>>>>;
@@ -24,6 +24,8 @@ pub struct PageIo {
     priority: Priority,
     column: u32,
     urgency: Urgency,
+    /// The reservations of the page's requests, held as long as the page is in use.
+    holder: ReservationHolder,
     /// Ranges asked for so far; guarded because `submit` takes `&self`.
     ranges: Mutex<Vec<Range<u64>>>,
     /// The combined request, set by [`PageIo::finish`].
@@ -41,6 +43,7 @@ impl PageIo {
             priority,
             column,
             urgency: Urgency::new(),
+            holder: ReservationHolder::new(),
             ranges: Mutex::new(Vec::new()),
             combined: Arc::new(OnceLock::new()),
             indirect: Mutex::new(Vec::new()),
@@ -63,6 +66,12 @@ impl PageIo {
         &self.urgency
     }
 
+    /// The holder of the page's reservations of the I/O buffer (see
+    /// [`IoScheduler`](super::IoScheduler)): whoever uses the page's bytes keeps a clone.
+    pub fn holder(&self) -> &ReservationHolder {
+        &self.holder
+    }
+
     /// Asks for `ranges`; the future resolves to one buffer per range once the page's combined
     /// request has been read. The future must only be polled after [`PageIo::finish`] (decoders
     /// and indirect steps are only started after it).
@@ -83,7 +92,13 @@ impl PageIo {
 
     /// A handle for the follow-up requests of an indirect step of this page.
     pub fn follow_up(&self) -> FollowUpIo {
-        FollowUpIo { io: self.io.clone(), priority: self.priority, column: self.column, urgency: self.urgency.clone() }
+        FollowUpIo {
+            io: self.io.clone(),
+            priority: self.priority,
+            column: self.column,
+            urgency: self.urgency.clone(),
+            holder: self.holder.clone(),
+        }
     }
 
     /// Runs an indirect step apart from the scheduling loop (see [`EncodingsIo::spawn_indirect`])
@@ -108,6 +123,7 @@ impl PageIo {
                 column: self.column,
                 kind: RequestKind::Direct,
                 urgency: Some(self.urgency.clone()),
+                holder: Some(self.holder.clone()),
             };
             self.io.submit(request).map(|r| r.map(Arc::new)).boxed().shared()
         };
@@ -127,6 +143,7 @@ pub struct FollowUpIo {
     priority: Priority,
     column: u32,
     urgency: Urgency,
+    holder: ReservationHolder,
 }
 
 impl FollowUpIo {
@@ -138,6 +155,7 @@ impl FollowUpIo {
             column: self.column,
             kind: RequestKind::Indirect,
             urgency: Some(self.urgency.clone()),
+            holder: Some(self.holder.clone()),
         })
     }
 }

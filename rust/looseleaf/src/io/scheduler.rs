@@ -7,9 +7,13 @@
 //!
 //! # Backpressure
 //! A read reserves its length from the I/O buffer (`IoOptions::buffer`, the byte budget of data
-//! read but not yet consumed) when it is issued. The reservation of a whole
-//! request is returned when its future resolves, that is, when a decoder takes the bytes (or the
-//! future is dropped). The head of the queue is issued only while
+//! read but not yet consumed) when it is issued. A request made for a page carries the page's
+//! [`ReservationHolder`]: its reservation then moves into the holder when the request
+//! completes, and is returned when the holder is dropped — when the page's decoder and every
+//! batch cut from it are done, since they share the holder. A request without a holder (the
+//! metadata of the file, say) returns its reservation when its future resolves. A page that
+//! grows in memory after it is read (a decompressed page) adds to its holder's reservation
+//! ([`ReservationHolder::grow`]). The head of the queue is issued only while
 //! - fewer reads than the I/O depth are in flight, and
 //! - the reserved bytes plus the read fit in the budget, **or** the read's priority is at most
 //!   the lowest priority holding a reservation (or nothing is reserved at all).
@@ -218,6 +222,8 @@ impl Ord for QueuedRead {
 /// A request whose reads are queued or in flight.
 struct PendingRequest {
     priority: Priority,
+    /// Where the request's reservation goes once it completes (see the module documentation).
+    holder: Option<ReservationHolder>,
     ranges: Vec<Range<u64>>,
     reads: Vec<Range<u64>>,
     progress: Mutex<Progress>,
@@ -236,14 +242,57 @@ struct Progress {
     sender: Option<oneshot::Sender<Result<Delivery>>>,
 }
 
-/// Bytes handed to the consumer, with the reservation that is returned when they are taken.
+/// Bytes handed to the consumer, with the reservation that is returned when they are taken
+/// (`None` when the request's holder keeps it instead).
 struct Delivery {
     buffers: Vec<Bytes>,
-    _reservation: Reservation,
+    _reservation: Option<Reservation>,
+}
+
+/// The reservations of the requests of one page, returned to their schedulers' budgets when the
+/// last clone of the holder is dropped: the page's decoder, its place in the decoder's queue,
+/// and each piece of it a batch decodes hold one. Cheap to clone.
+#[derive(Clone, Default)]
+pub struct ReservationHolder(Arc<Mutex<Vec<Reservation>>>);
+
+impl std::fmt::Debug for ReservationHolder {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_tuple("ReservationHolder").field(&self.bytes()).finish()
+    }
+}
+
+impl ReservationHolder {
+    /// A holder of no reservation yet.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Bytes held.
+    pub fn bytes(&self) -> u64 {
+        lock(&self.0).iter().map(|r| r.bytes).sum()
+    }
+
+    /// Adds `bytes` to what the holder reserves, in the budget of the scheduler that filled it:
+    /// a page that takes more memory once decoded than it took to read (a decompressed page).
+    /// The budget may be exceeded by this: the bytes exist already.
+    pub fn grow(&self, bytes: u64) {
+        let mut held = lock(&self.0);
+        let Some(first) = held.first_mut() else { return };
+        if let Some(inner) = first.scheduler.upgrade() {
+            let mut state = inner.lock_state();
+            state.reserved_bytes = state.reserved_bytes.saturating_add(bytes);
+            inner.counters.peak_reserved_bytes.fetch_max(state.reserved_bytes, Ordering::Relaxed);
+            first.bytes = first.bytes.saturating_add(bytes);
+        }
+    }
+
+    fn add(&self, reservation: Reservation) {
+        lock(&self.0).push(reservation);
+    }
 }
 
 /// Returns a request's reserved bytes to the budget when dropped.
-struct Reservation {
+pub(crate) struct Reservation {
     scheduler: Weak<Inner>,
     priority: Priority,
     bytes: u64,
@@ -350,6 +399,7 @@ impl EncodingsIo for IoScheduler {
         let (sender, receiver) = oneshot::channel();
         let pending = Arc::new(PendingRequest {
             priority: request.priority,
+            holder: request.holder,
             ranges: request.ranges,
             progress: Mutex::new(Progress {
                 results: vec![None; reads.len()],
@@ -519,6 +569,7 @@ impl Inner {
         self.counters.bytes_read.fetch_add(read_bytes, Ordering::Relaxed);
         let mut to_release = None;
         let mut to_send = None;
+        let mut holder_to_fill = None;
         {
             let mut progress = lock(&request.progress);
             let closed = progress.sender.as_ref().is_none_or(|s| s.is_closed());
@@ -547,12 +598,24 @@ impl Inner {
                             bytes: std::mem::take(&mut progress.reserved_bytes),
                             reads: std::mem::take(&mut progress.reserved_reads),
                         };
+                        let reservation = match &request.holder {
+                            Some(holder) => {
+                                holder_to_fill = Some((holder.clone(), reservation));
+                                None
+                            }
+                            None => Some(reservation),
+                        };
                         let delivery = assemble(&request.ranges, &request.reads, results)
                             .map(|buffers| Delivery { buffers, _reservation: reservation });
                         to_send = progress.sender.take().map(|s| (s, delivery));
                     }
                 }
             }
+        }
+        // The holder first, so that a consumer woken by the bytes finds them counted. Neither
+        // holds a lock here: dropping a reservation takes the state lock.
+        if let Some((holder, reservation)) = holder_to_fill {
+            holder.add(reservation);
         }
         // Sending may drop the delivery (and so take the state lock in `Reservation::drop`)
         // when the consumer is gone: do it without holding any lock.
@@ -672,6 +735,7 @@ mod tests {
             column: 0,
             kind: RequestKind::Direct,
             urgency: None,
+            holder: None,
         }
     }
 

@@ -20,7 +20,7 @@ use tokio::sync::mpsc;
 use super::metrics::ReadMetrics;
 use crate::encodings::PageDecoder;
 use crate::error::{Error, Result};
-use crate::io::{PageIo, Urgency};
+use crate::io::{PageIo, ReservationHolder, Urgency};
 
 /// What every scheduler and decoder of one read shares.
 #[derive(Debug, Clone)]
@@ -58,6 +58,9 @@ pub struct ScheduledPage<T = Box<dyn PageDecoder>> {
     pub load: BoxFuture<'static, Result<T>>,
     /// Set by the decoder when it waits for the page.
     pub urgency: Urgency,
+    /// The page's reservation of the I/O buffer: the decoder keeps it, and so does each piece
+    /// of the page a batch decodes, so that it ends when the page is no longer used.
+    pub holder: ReservationHolder,
 }
 
 impl<T> ScheduledPage<T> {
@@ -65,8 +68,9 @@ impl<T> ScheduledPage<T> {
     /// page, loaded by `load`, for its decoder.
     pub fn submit(num_rows: u64, load: BoxFuture<'static, Result<T>>, io: PageIo) -> Self {
         let urgency = io.urgency().clone();
+        let holder = io.holder().clone();
         io.finish();
-        Self { num_rows, load, urgency }
+        Self { num_rows, load, urgency, holder }
     }
 }
 

@@ -218,7 +218,8 @@ impl ReadBuilder {
     }
 
     /// Reads the rows at `indices` (any order, repeats allowed) and returns them in that order,
-    /// as one batch: the sorted, distinct rows are read once, then reordered.
+    /// as one batch: the sorted, distinct rows are read once, in batches of the read's batch
+    /// size (so that a take, too, keeps to the I/O buffer), then put together and reordered.
     ///
     /// # Errors
     /// As [`stream`](Self::stream); an index out of range is an
@@ -227,8 +228,7 @@ impl ReadBuilder {
         let location = self.file.location().to_string();
         let selection =
             RowSelection::try_from_indices(indices, self.file.num_rows()).map_err(|e| e.with_location(&location))?;
-        let rows = NonZeroUsize::new(selection.num_rows() as usize).unwrap_or(NonZeroUsize::MIN);
-        let mut stream = self.with_selection(selection).with_batch_size(rows).stream().await?;
+        let mut stream = self.with_selection(selection).stream().await?;
         let schema = stream.schema().clone();
         let batches: Vec<RecordBatch> = (&mut stream).try_collect().await?;
         let batch = arrow_select::concat::concat_batches(&schema, &batches)?;

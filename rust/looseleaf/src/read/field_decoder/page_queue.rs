@@ -4,6 +4,7 @@ use std::collections::VecDeque;
 use std::sync::Arc;
 
 use crate::encodings::{DataBlock, PageDecoder};
+use crate::io::ReservationHolder;
 use crate::error::{Result, ensure};
 use crate::read::pages::{PageReceiver, ReadContext};
 
@@ -27,6 +28,8 @@ pub struct PagePiece<T = Box<dyn PageDecoder>> {
     pub skip: u64,
     /// Rows to take.
     pub len: u64,
+    /// Keeps the page's reservation of the I/O buffer until the piece is decoded.
+    pub holder: ReservationHolder,
 }
 
 impl PagePiece {
@@ -48,13 +51,15 @@ struct QueuedPage<T> {
     consumed: u64,
     state: PageState<T>,
     urgency: crate::io::Urgency,
+    holder: ReservationHolder,
 }
 
 /// Receives the scheduled pages of one column and hands out their rows in order.
 ///
-/// A page's load is awaited only when a batch needs its rows, so its bytes stay in the I/O
-/// budget (and count for backpressure) until then; the page's [`Urgency`](crate::io::Urgency)
-/// is set at that moment, so nothing holds its reads back any longer.
+/// A page's load is awaited only when a batch needs its rows; the page's
+/// [`Urgency`](crate::io::Urgency) is set at that moment, so nothing holds its reads back any
+/// longer. Its bytes count in the I/O buffer until the page leaves the queue and the last batch
+/// cut from it is decoded (each [`PagePiece`] keeps the page's reservation).
 pub struct PageQueue<T: LoadedPage = Box<dyn PageDecoder>> {
     receiver: PageReceiver<T>,
     queue: VecDeque<QueuedPage<T>>,
@@ -84,6 +89,7 @@ impl<T: LoadedPage> PageQueue<T> {
                         consumed: 0,
                         state: PageState::Loading(page.load),
                         urgency: page.urgency,
+                        holder: page.holder,
                     });
                 }
                 None => return Err(self.context.pages_ended_error("a column")),
@@ -126,7 +132,7 @@ impl<T: LoadedPage> PageQueue<T> {
             };
             let len = wanted.min(page.num_rows - page.consumed);
             if len > 0 {
-                pieces.push(PagePiece { page: loaded.clone(), skip: page.consumed, len });
+                pieces.push(PagePiece { page: loaded.clone(), skip: page.consumed, len, holder: page.holder.clone() });
             }
             page.consumed += len;
             wanted -= len;

@@ -174,7 +174,7 @@ impl ListColumnJob {
                 Ok(ListPage { offsets, items })
             }
             .boxed();
-            let _ = self.sender.send(ScheduledPage { num_rows, load, urgency: page.urgency });
+            let _ = self.sender.send(ScheduledPage { num_rows, load, urgency: page.urgency, holder: page.holder });
         }
         Ok(())
     }
