@@ -183,12 +183,7 @@ impl PyReadStream {
         Self {
             metrics,
             schema: schema.clone(),
-            reader: Mutex::new(Some(BlockingReader {
-                schema,
-                stream: Some(stream),
-                runtime,
-                pid: std::process::id(),
-            })),
+            reader: Mutex::new(Some(BlockingReader { schema, stream: Some(stream), runtime, pid: std::process::id() })),
             stats: Box::new(move || io.stats()),
         }
     }

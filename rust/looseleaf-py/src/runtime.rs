@@ -74,10 +74,7 @@ where
 /// Runs `future` on `runtime` from a thread that does not hold the GIL (an Arrow consumer
 /// calling a stream), checking for Ctrl-C every [`SIGNAL_CHECK_INTERVAL`]. On Ctrl-C the future
 /// is dropped, the interrupt is armed again for Python to raise, and the error says so.
-pub fn block_on_interruptible<F: Future>(
-    runtime: &tokio::runtime::Runtime,
-    future: F,
-) -> Result<F::Output, String> {
+pub fn block_on_interruptible<F: Future>(runtime: &tokio::runtime::Runtime, future: F) -> Result<F::Output, String> {
     runtime.block_on(async {
         tokio::pin!(future);
         loop {

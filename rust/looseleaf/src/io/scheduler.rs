@@ -179,6 +179,10 @@ struct State {
     reserved_priorities: BTreeMap<Priority, usize>,
     /// How many reads may be in flight.
     depth: DepthController,
+    /// Requests the dispatcher let go of, dropped by [`unlock`] once the lock is released: the
+    /// last reference to a request may hold the last clone of a [`ReservationHolder`], whose
+    /// drop takes the lock (and `std`'s mutex is not reentrant).
+    retired: Vec<Arc<PendingRequest>>,
 }
 
 impl State {
@@ -191,6 +195,7 @@ impl State {
             reserved_bytes: 0,
             reserved_priorities: BTreeMap::new(),
             depth: DepthController::new(depth),
+            retired: Vec::new(),
         }
     }
 }
@@ -305,8 +310,16 @@ impl Drop for Reservation {
             let mut state = inner.lock_state();
             release_locked(&mut state, self.priority, self.bytes, self.reads);
             inner.dispatch_locked(&mut state);
+            unlock(state);
         }
     }
+}
+
+/// Releases the state lock, then drops the requests retired while it was held.
+fn unlock(mut state: MutexGuard<'_, State>) {
+    let retired = std::mem::take(&mut state.retired);
+    drop(state);
+    drop(retired);
 }
 
 fn release_locked(state: &mut State, priority: Priority, bytes: u64, reads: usize) {
@@ -425,6 +438,7 @@ impl EncodingsIo for IoScheduler {
                 }));
             }
             inner.dispatch_locked(&mut state);
+            unlock(state);
         }
         if let Some(urgency) = request.urgency {
             // Registered after the lock is released: if the flag is already set, the listener
@@ -479,12 +493,14 @@ impl Inner {
             }
         }
         self.dispatch_locked(&mut state);
+        unlock(state);
     }
 
     /// Issues reads until `io_depth` are in flight: from the head of the queue while the budget
     /// (or the priority bypass) allows, then, once the head is held back by the budget, reads a
     /// decoder is waiting for. Urgent reads therefore never change the order of reads the budget
-    /// lets through anyway.
+    /// lets through anyway. Requests leaving a queue go to `state.retired`: the caller must
+    /// release the lock with [`unlock`].
     fn dispatch_locked(self: &Arc<Self>, state: &mut State) {
         loop {
             if state.in_flight >= state.depth.current() {
@@ -497,16 +513,18 @@ impl Inner {
                 let (request, index) = (head.request.clone(), head.index);
                 match self.try_issue_locked(state, &request, index, false) {
                     Issue::Skipped | Issue::Issued => {
-                        state.queue.pop();
+                        if let Some(Reverse(read)) = state.queue.pop() {
+                            state.retired.push(read.request);
+                        }
+                        state.retired.push(request);
                         continue;
                     }
                     Issue::HeldBack => {}
                 }
             }
-            let Some(Reverse(read)) = state.urgent.peek() else { break };
-            let (request, index) = (read.request.clone(), read.index);
-            state.urgent.pop();
-            self.try_issue_locked(state, &request, index, true);
+            let Some(Reverse(read)) = state.urgent.pop() else { break };
+            self.try_issue_locked(state, &read.request, read.index, true);
+            state.retired.push(read.request);
         }
     }
 
@@ -630,6 +648,7 @@ impl Inner {
             release_locked(&mut state, request.priority, bytes, reads);
         }
         self.dispatch_locked(&mut state);
+        unlock(state);
     }
 }
 
@@ -806,6 +825,43 @@ mod tests {
         assert_eq!(c.await.unwrap()[0].len(), 100);
         assert!(!reader.started.lock().unwrap().contains(&(100..200)));
         assert_eq!(scheduler.reserved_bytes(), 0);
+    }
+
+    /// A queued request may hold the last clone of a page's holder, which holds the
+    /// reservation of the page's earlier request: the dispatcher letting go of the request
+    /// must not return that reservation while it holds the lock (a self-deadlock, found by the
+    /// round-trip property tests).
+    #[test]
+    fn a_request_holding_the_last_reservation_holder_is_dropped_outside_the_lock() {
+        // On its own thread, so that a deadlock fails the test instead of hanging it.
+        let (done, finished) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+            runtime.block_on(async {
+                let reader = gated(1000);
+                let scheduler = IoScheduler::new(reader.clone(), IoOptions { depth: DEPTH_8, ..OPTS });
+                reader.gate.add_permits(100);
+                let holder = ReservationHolder::new();
+                let with_holder =
+                    |range, priority| IoRequest { holder: Some(holder.clone()), ..request(range, priority) };
+                // The page's first request completes: the holder keeps its 80 bytes.
+                scheduler.submit(with_holder(0..80, 10)).await.unwrap();
+                assert_eq!(holder.bytes(), 80);
+                // Its second is held back by the budget (and is not the most urgent), then
+                // abandoned with the page: the queue has the last clone of the holder.
+                drop(scheduler.submit(with_holder(80..130, 20)));
+                drop(holder);
+                assert_eq!(scheduler.reserved_bytes(), 80);
+                // The next dispatch skips the abandoned read and drops the holder's reservation.
+                let next = scheduler.submit(request(200..210, 5)).await.unwrap();
+                assert_eq!(next[0], reader.data.slice(200..210));
+                assert_eq!(scheduler.reserved_bytes(), 0);
+            });
+            let _ = done.send(());
+        });
+        finished
+            .recv_timeout(std::time::Duration::from_secs(30))
+            .expect("the scenario failed (its panic is printed above) or the scheduler deadlocked");
     }
 
     #[test]

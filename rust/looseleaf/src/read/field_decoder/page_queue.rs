@@ -4,8 +4,8 @@ use std::collections::VecDeque;
 use std::sync::Arc;
 
 use crate::encodings::{DataBlock, PageDecoder};
-use crate::io::ReservationHolder;
 use crate::error::{Result, ensure};
+use crate::io::ReservationHolder;
 use crate::read::pages::{PageReceiver, ReadContext};
 
 /// What a scheduled page loads into: it must say how many rows it holds.
