@@ -162,7 +162,10 @@ def test_take_reads_every_row_in_one_round(moto):
         # Direct reads (ids, string offsets) plus the indirect string bytes: at most two rounds,
         # each of parallel requests. A read per row, one after the other, would be ~40 x 50 ms.
         plan = reader.plan(indices=indices)
-        assert p.stats.count() <= plan["reads"] + plan["indirect_requests"], p.stats.requests
+        planned = plan["reads"] + plan["indirect_requests"]
+        # The latency model learnt a store answering at once, so the 50 ms requests look like
+        # stragglers: hedges (a second request for the same range, at most one in 20) may add.
+        assert p.stats.count() <= planned + planned // 20, p.stats.requests
 
 
 def test_throttling_is_retried_and_lowers_the_depth(moto, options):

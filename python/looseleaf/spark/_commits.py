@@ -5,6 +5,7 @@ Layout of a directory written by the data source::
 
     part-00000-<job>-<attempt>.leaf     data files, written by the tasks directly in place
     _commits/<job>.json                 one per committed job, written last by the driver
+    _commits/<job>.aborted              one per aborted job (empty), written before its cleanup
     _schemas/<job>.leaf                 the dataset's schema (a file with no rows)
 
 ``<job>`` starts with the job's start time (``%020d`` nanoseconds), so the commits sort in the
@@ -113,6 +114,20 @@ def start_log(directory: str, storage: Storage, schema_data: bytes, legacy: list
     commit = Commit(job, "overwrite", tuple(storage.name(f) for f in legacy), schema)
     write_commit(directory, storage, commit)
     return CommitLog(directory, (commit,))
+
+
+def mark_aborted(directory: str, storage: Storage, job: str) -> None:
+    """Records that ``job`` was aborted, before its files are deleted (see :func:`job_ended`)."""
+    storage.write_bytes(storage.join(directory, f"{COMMITS_DIR}/{job}.aborted"), b"")
+
+
+def job_ended(directory: str, storage: Storage, job: str) -> bool:
+    """Whether ``job`` was committed or aborted. A task attempt that finishes its file after
+    that (Spark does not wait for the attempts it cancels or that lost) deletes the file
+    itself: the driver's cleanup, which lists the directory only after writing the commit or
+    the abort marker, may have missed it, and no commit will ever name it."""
+    commits = storage.join(directory, COMMITS_DIR)
+    return any(storage.is_file(storage.join(commits, f"{job}{end}")) for end in (".json", ".aborted"))
 
 
 def write_commit(directory: str, storage: Storage, commit: Commit) -> None:

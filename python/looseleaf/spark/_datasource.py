@@ -34,7 +34,17 @@ from ..exceptions import InvalidArgumentError, NotFoundError, SchemaMismatchErro
 from ..reader import FileReader
 from ..reader import open as open_file
 from ..writer import FileWriter, write_table
-from ._commits import COMMITS_DIR, SCHEMAS_DIR, Commit, new_job_id, read_log, start_log, write_commit
+from ._commits import (
+    COMMITS_DIR,
+    SCHEMAS_DIR,
+    Commit,
+    job_ended,
+    mark_aborted,
+    new_job_id,
+    read_log,
+    start_log,
+    write_commit,
+)
 from ._dataset import (
     DATA_SUFFIX,
     FileInfo,
@@ -241,6 +251,10 @@ class LooseleafWriter(DataSourceArrowWriter):
             if writer is not None and not writer.closed:
                 writer.abort()
             raise
+        if job_ended(self.directory, self.storage, self.job_id):
+            # Too late: the job was committed or aborted without this attempt.
+            self.storage.delete(self.storage.join(self.directory, name))
+            return LooseleafCommitMessage(None, 0, 0)
         return LooseleafCommitMessage(name, result["num_rows"], result["num_bytes"])
 
     def _file_writer(self, path: str) -> FileWriter:
@@ -267,6 +281,9 @@ class LooseleafWriter(DataSourceArrowWriter):
                 self.storage.delete(self.storage.join(self.directory, commit.schema))
 
     def abort(self, messages: list[LooseleafCommitMessage | None]) -> None:
+        # The marker first: an attempt still running sees it once its file is complete and
+        # deletes the file, which the listing below may not have found yet.
+        mark_aborted(self.directory, self.storage, self.job_id)
         self._delete_job_files(keep=set())
 
     def _delete_job_files(self, keep: set[str]) -> None:
