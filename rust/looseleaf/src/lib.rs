@@ -19,7 +19,7 @@
 //!
 //! | module | owns |
 //! |---|---|
-//! | [`format`] | the bytes on disk: tail, footer, column table, protobuf messages, schema ↔ columns |
+//! | [`format`](mod@format) | the bytes on disk: tail, footer, column table, protobuf messages, schema ↔ columns |
 //! | [`encodings`] | page layouts: physical encodings by algorithm, logical ones by Arrow type, page schedulers and decoders |
 //! | [`io`] | the one I/O interface schedulers see, the [`IoScheduler`](io::IoScheduler), plans, storage |
 //! | [`read`] | opening files, reads, the scheduling loop, field schedulers and decoders, the decode loop |

@@ -19,6 +19,11 @@ use arrow_array::{Int32Array, Int64Array, RecordBatch, StringArray};
 use arrow_schema::{DataType, Field, Schema, SchemaRef, TimeUnit};
 use common::{FileLayout, MemoryReader, assert_batches_equal, random_table, read_to_end, wait_for_entries, write_file};
 use futures::TryStreamExt;
+use looseleaf::format::proto::encoding::Kind;
+use looseleaf::format::proto::{
+    BitpackedEncoding, BufferLocation, Compression, ConstantEncoding, DictionaryEncoding, Encoding, PageMetadata,
+    RleEncoding,
+};
 use looseleaf::format::{COLUMN_ENTRY_LEN, ColumnEntry, FileTail, TAIL_LEN};
 use looseleaf::{Error, FileReader, FileWriter, RowSelection, WriterOptions};
 use rand::Rng;
@@ -520,5 +525,188 @@ async fn random_damage_never_panics() {
         if let Err(e) = open_and_read(memory(damaged, &location)).await {
             assert_proper_error(&e, &location, &format!("random damage {case}"));
         }
+    }
+}
+
+/// Every allocation over [`ALLOCATION_CAP`] fails in this test binary, so that a read sizing its
+/// memory by a count a hostile file merely claims fails the test (an error or an abort) instead
+/// of taking the machine's memory.
+struct CappedAllocator;
+
+const ALLOCATION_CAP: usize = 1 << 30;
+
+// SAFETY: forwards to the system allocator, refusing (null) what is over the cap, as an
+// allocator may.
+unsafe impl std::alloc::GlobalAlloc for CappedAllocator {
+    unsafe fn alloc(&self, layout: std::alloc::Layout) -> *mut u8 {
+        if layout.size() > ALLOCATION_CAP {
+            return std::ptr::null_mut();
+        }
+        // SAFETY: the caller's contract is the system allocator's.
+        unsafe { std::alloc::System.alloc(layout) }
+    }
+    unsafe fn dealloc(&self, ptr: *mut u8, layout: std::alloc::Layout) {
+        // SAFETY: `ptr` came from the system allocator with `layout`.
+        unsafe { std::alloc::System.dealloc(ptr, layout) }
+    }
+    unsafe fn realloc(&self, ptr: *mut u8, layout: std::alloc::Layout, new_size: usize) -> *mut u8 {
+        if new_size > ALLOCATION_CAP {
+            return std::ptr::null_mut();
+        }
+        // SAFETY: as for `dealloc`, and the new size is the caller's.
+        unsafe { std::alloc::System.realloc(ptr, layout, new_size) }
+    }
+}
+
+#[global_allocator]
+static ALLOCATOR: CappedAllocator = CappedAllocator;
+
+/// A file of `rows` rows (claimed: the footer and each column's one page say so) whose columns
+/// `i` (int32) and `s` (utf8) have the pages `int_page` and `string_page`, built over a real
+/// four-row file so that every other part of the metadata is valid.
+async fn claiming_file(
+    rows: u64,
+    int_page: impl Fn(&PageMetadata) -> PageMetadata,
+    string_page: impl Fn(&PageMetadata) -> PageMetadata,
+) -> Vec<u8> {
+    let dir = tempfile::tempdir().unwrap();
+    let schema: SchemaRef =
+        Arc::new(Schema::new(vec![Field::new("i", DataType::Int32, false), Field::new("s", DataType::Utf8, false)]));
+    let table = RecordBatch::try_new(
+        schema.clone(),
+        vec![Arc::new(Int32Array::from(vec![1, 2, 3, 4])), Arc::new(StringArray::from(vec!["a", "b", "c", "d"]))],
+    )
+    .unwrap();
+    let path = dir.path().join("claims.leaf");
+    write_file(&path, &schema, &[table], 1 << 20).await;
+    let bytes = std::fs::read(&path).unwrap();
+    common::rewrite_file(
+        &bytes,
+        |footer| footer.num_rows = rows,
+        |column, metadata| {
+            let page = &metadata.pages[0];
+            let mut new = if column == 0 { int_page(page) } else { string_page(page) };
+            new.num_rows = rows;
+            metadata.pages = vec![new];
+        },
+    )
+}
+
+fn node(kind: Kind) -> Option<Encoding> {
+    Some(Encoding { kind: Some(kind) })
+}
+
+fn constant(bits: u64, value: &[u8]) -> Kind {
+    Kind::Constant(ConstantEncoding { bits_per_value: bits, value: value.to_vec() })
+}
+
+/// A page of no buffers whose encoding is `kind`.
+fn unbacked(kind: Kind) -> impl Fn(&PageMetadata) -> PageMetadata {
+    move |_| PageMetadata { encoding: node(kind.clone()), ..Default::default() }
+}
+
+/// The first batch of a read of `bytes` in batches of `batch_size`, and its last row taken.
+async fn first_batch_and_last_row(
+    bytes: Vec<u8>,
+    location: &str,
+    batch_size: usize,
+) -> looseleaf::Result<[RecordBatch; 2]> {
+    let read = async {
+        let file = FileReader::open(memory(bytes, location)).await?;
+        let mut stream = file.read().with_batch_size(nz(batch_size)).stream().await?;
+        let first = stream.try_next().await?.expect("a batch");
+        drop(stream);
+        let last = file.take(&[file.num_rows() - 1], None).await?;
+        Ok([first, last])
+    };
+    tokio::time::timeout(Duration::from_secs(30), read).await.expect("a read of a hostile file hung")
+}
+
+/// Counts a file claims without storing anything per value: values where the claim is only of
+/// rows (they cost nothing until asked for), a clear error where the reader would have to hold
+/// what was claimed (a dictionary, runs, an output block past the cap), never an allocation in
+/// proportion to the claim. Each file is a few hundred bytes.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn claims_not_backed_by_bytes_are_values_or_errors_never_allocations() {
+    const TRILLION: u64 = 1 << 40;
+    let seven = 7i32.to_le_bytes();
+    let int_constant = unbacked(constant(32, &seven));
+    let string_constant = unbacked(constant(0, b"xyz"));
+
+    // 2^40 rows of constants, and of bit-packing of width 0: one batch and the last row read.
+    let bitpacked_zero = |page: &PageMetadata| PageMetadata {
+        buffers: vec![BufferLocation { offset: page.buffers[0].offset, size: 0, uncompressed_size: 0 }],
+        encoding: node(Kind::Bitpacked(BitpackedEncoding {
+            value_bytes: 4,
+            lane_bits: 32,
+            bit_width: 0,
+            reference: seven.to_vec(),
+            buffer: 0,
+        })),
+        ..Default::default()
+    };
+    for (what, bytes) in [
+        ("constants", claiming_file(TRILLION, &int_constant, &string_constant).await),
+        ("bit-packing of width 0", claiming_file(TRILLION, bitpacked_zero, &string_constant).await),
+    ] {
+        assert!(bytes.len() < 1000, "{what}: {} bytes", bytes.len());
+        let location = format!("memory://claims-{what}.leaf");
+        let [first, last] = first_batch_and_last_row(bytes, &location, 1000).await.unwrap();
+        assert_eq!(first.num_rows(), 1000, "{what}");
+        for batch in [&first, &last] {
+            let ints = batch.column(0).as_any().downcast_ref::<Int32Array>().unwrap();
+            let strings = batch.column(1).as_any().downcast_ref::<StringArray>().unwrap();
+            assert!(ints.iter().all(|v| v == Some(7)), "{what}");
+            assert!(strings.iter().all(|v| v == Some("xyz")), "{what}");
+        }
+    }
+
+    // Claims the reader would have to hold: each a proper error naming the file.
+    let dictionary = unbacked(Kind::Dictionary(DictionaryEncoding {
+        dictionary_size: u32::MAX as u64 + 1,
+        index_bytes: 4,
+        indices: node(constant(32, &[0; 4])).map(Box::new),
+        dictionary: node(constant(32, &seven)).map(Box::new),
+    }));
+    let runs = unbacked(Kind::Rle(RleEncoding {
+        num_runs: TRILLION,
+        values: node(constant(32, &seven)).map(Box::new),
+        run_ends: node(constant(32, &seven)).map(Box::new),
+    }));
+    let wide_constant = unbacked(constant(0, &vec![b'x'; 1 << 20]));
+    // A thousand buffers over the same bytes, each claiming what LZ4 allows it (255 times).
+    let overlapping = |page: &PageMetadata| {
+        let buffer = page.buffers[0];
+        let claimed = BufferLocation { uncompressed_size: buffer.size * 255, ..buffer };
+        PageMetadata { buffers: vec![claimed; 1000], compression: Compression::Lz4 as i32, ..page.clone() }
+    };
+    let cases: Vec<(&str, Vec<u8>, usize, &[&str])> = vec![
+        (
+            "a dictionary of 2^32 constants",
+            claiming_file(4, &dictionary, &string_constant).await,
+            4,
+            &["dictionary of 4294967296 values"],
+        ),
+        ("2^40 runs", claiming_file(TRILLION, &runs, &string_constant).await, 1000, &["runs of 1099511627776 values"]),
+        (
+            "8,192 rows of a 1 MiB constant",
+            claiming_file(TRILLION, &int_constant, &wide_constant).await,
+            8192,
+            &["batch size"],
+        ),
+        (
+            "2^40 rows of a 1 MiB constant at once",
+            claiming_file(TRILLION, &int_constant, &wide_constant).await,
+            usize::MAX,
+            &["batch size"],
+        ),
+        ("overlapping compressed buffers", claiming_file(4, overlapping, |p| p.clone()).await, 4, &["overlap"]),
+    ];
+    for (what, bytes, batch_size, fragments) in cases {
+        assert!(bytes.len() < 1 << 21, "{what}: {} bytes", bytes.len());
+        let location = format!("memory://claims-{}.leaf", what.replace([' ', ','], "-"));
+        let error = assert_fails(first_batch_and_last_row(bytes, &location, batch_size).await, &location, what);
+        let message = error.to_string().to_lowercase();
+        assert!(fragments.iter().all(|f| message.contains(f)), "{what}: {message}");
     }
 }

@@ -14,7 +14,7 @@ use bytes::Bytes;
 use futures::future::BoxFuture;
 
 use super::physical::{PageContext, page_scheduler};
-use super::{PageLoad, PageScheduler};
+use super::{PageLoad, PageScheduler, limits};
 use crate::error::{Error, Result, bail, ensure};
 use crate::format::HEADER_LEN;
 use crate::format::proto::{BufferLocation, Compression, PageMetadata};
@@ -67,10 +67,18 @@ fn zstd_decompress(bytes: &[u8], expected: usize) -> Result<Vec<u8>> {
 }
 
 /// Reads a compressed page whole, then schedules its rows from memory.
+///
+/// Everything the metadata says is checked before a byte is decompressed: the buffers lie in
+/// the data region and do not overlap (so the bytes decompressed are bounded by the bytes in
+/// the file, times the codec's own ratio limit), each claims no more than its codec can produce
+/// from its size, and the page's encoding tree is valid against the claimed decompressed sizes.
 #[derive(Debug)]
 pub struct CompressedPageScheduler {
     page: PageMetadata,
     codec: Compression,
+    /// The page's encoding tree over its decompressed buffers, laid out one after the other
+    /// from a virtual offset of `HEADER_LEN`.
+    inner: Arc<dyn PageScheduler>,
 }
 
 impl CompressedPageScheduler {
@@ -79,6 +87,9 @@ impl CompressedPageScheduler {
         let codec = Compression::try_from(page.compression)
             .map_err(|_| Error::unsupported(format!("page compression codec {}", page.compression)))?;
         let context = PageContext { buffers: &page.buffers, num_rows: page.num_rows, data_end };
+        let mut stored: Vec<Range<u64>> = Vec::with_capacity(page.buffers.len());
+        let mut virtual_buffers = Vec::with_capacity(page.buffers.len());
+        let mut virtual_end = HEADER_LEN;
         for (index, buffer) in page.buffers.iter().enumerate() {
             context.buffer(index as u32, None, "compressed")?;
             ensure!(
@@ -88,8 +99,25 @@ impl CompressedPageScheduler {
                 buffer.size,
                 buffer.uncompressed_size
             );
+            stored.push(buffer.offset..buffer.offset + buffer.size);
+            virtual_buffers.push(BufferLocation {
+                offset: virtual_end,
+                size: buffer.uncompressed_size,
+                uncompressed_size: 0,
+            });
+            virtual_end = virtual_end
+                .checked_add(buffer.uncompressed_size)
+                .ok_or_else(|| Error::corrupt("a compressed page's decompressed size overflows"))?;
         }
-        Ok(Self { page: page.clone(), codec })
+        stored.sort_by_key(|r| (r.start, r.end));
+        ensure!(
+            stored.windows(2).all(|pair| pair[0].end <= pair[1].start),
+            corrupt,
+            "the buffers of a compressed page overlap"
+        );
+        let decompressed = PageContext { buffers: &virtual_buffers, num_rows: page.num_rows, data_end: virtual_end };
+        let inner = Arc::from(page_scheduler(page.encoding.as_ref(), &decompressed)?);
+        Ok(Self { page: page.clone(), codec, inner })
     }
 }
 
@@ -100,14 +128,15 @@ impl PageScheduler for CompressedPageScheduler {
 
     fn schedule_ranges(&self, ranges: &[Range<u64>], io: &PageIo) -> PageLoad {
         let loaded = io.submit(self.page.buffers.iter().map(|b| b.offset..b.offset + b.size).collect());
-        let (page, codec, ranges) = (self.page.clone(), self.codec, ranges.to_vec());
+        let (page, codec, ranges, inner) = (self.page.clone(), self.codec, ranges.to_vec(), self.inner.clone());
         let holder = io.holder().clone();
         Box::pin(async move {
             let compressed = loaded.await?;
-            // The decompressed buffers, laid out one after the other from a virtual offset, so
-            // the page's encoding tree can be scheduled against them as against a file.
-            let mut blob = Vec::new();
-            let mut virtual_buffers = Vec::with_capacity(page.buffers.len());
+            let total: u64 = page.buffers.iter().map(|b| b.uncompressed_size).sum();
+            let mut blob = limits::try_vec::<u8>(
+                usize::try_from(total).map_err(|_| Error::corrupt("a compressed page is too large"))?,
+                "a decompressed page",
+            )?;
             for (stored, bytes) in page.buffers.iter().zip(&compressed) {
                 let expected = stored.uncompressed_size as usize;
                 let plain = match codec {
@@ -122,23 +151,15 @@ impl PageScheduler for CompressedPageScheduler {
                     "a page decompresses to {} bytes, not {expected}",
                     plain.len()
                 );
-                let offset = HEADER_LEN + blob.len() as u64;
-                virtual_buffers.push(BufferLocation { offset, size: plain.len() as u64, uncompressed_size: 0 });
                 blob.extend_from_slice(&plain);
             }
             let blob = Bytes::from(blob);
             // The decompressed page counts in the I/O buffer for as long as the page is used,
             // on top of its compressed bytes (kept alive with it).
             holder.grow(blob.len() as u64);
-            let context = PageContext {
-                buffers: &virtual_buffers,
-                num_rows: page.num_rows,
-                data_end: HEADER_LEN + blob.len() as u64,
-            };
-            let scheduler = page_scheduler(page.encoding.as_ref(), &context)?;
             let memory: Arc<dyn EncodingsIo> = Arc::new(MemoryIo { blob });
             let page_io = PageIo::new(memory, Priority(0), 0);
-            let load = scheduler.schedule_ranges(&ranges, &page_io);
+            let load = inner.schedule_ranges(&ranges, &page_io);
             page_io.finish();
             load.await
         })

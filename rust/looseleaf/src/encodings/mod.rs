@@ -14,6 +14,7 @@
 
 pub mod compression;
 pub mod data_block;
+pub mod limits;
 pub mod logical;
 pub mod physical;
 pub mod statistics;

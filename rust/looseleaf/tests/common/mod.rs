@@ -1288,10 +1288,23 @@ pub fn column_metadata(bytes: &[u8]) -> Vec<ColumnMetadata> {
 /// table, footer, tail) is rebuilt after the unchanged page data, so an edit may change the
 /// blocks' lengths. The result reaches the readers' parsers as a well-formed file whose pages
 /// say what `edit` made them say.
-pub fn rewrite_metadata(bytes: &[u8], mut edit: impl FnMut(u32, &mut ColumnMetadata)) -> Vec<u8> {
+pub fn rewrite_metadata(bytes: &[u8], edit: impl FnMut(u32, &mut ColumnMetadata)) -> Vec<u8> {
+    rewrite_file(bytes, |_| {}, edit)
+}
+
+/// [`rewrite_metadata`], with the footer passed through `edit_footer` too (its checksum in the
+/// tail recomputed).
+pub fn rewrite_file(
+    bytes: &[u8],
+    edit_footer: impl FnOnce(&mut looseleaf::format::proto::Footer),
+    mut edit: impl FnMut(u32, &mut ColumnMetadata),
+) -> Vec<u8> {
     let layout = FileLayout::parse(bytes);
     let tail = layout.tail;
-    let footer = bytes[tail.footer_range().start as usize..tail.footer_range().end as usize].to_vec();
+    let footer = &bytes[tail.footer_range().start as usize..tail.footer_range().end as usize];
+    let mut footer: looseleaf::format::proto::Footer = decode_checked(footer, tail.footer_crc, "footer").unwrap();
+    edit_footer(&mut footer);
+    let footer = prost::Message::encode_to_vec(&footer);
     let mut out = bytes[..layout.metadata_start() as usize].to_vec();
     let mut entries = Vec::new();
     for (column, mut metadata) in column_metadata(bytes).into_iter().enumerate() {
@@ -1310,7 +1323,13 @@ pub fn rewrite_metadata(bytes: &[u8], mut edit: impl FnMut(u32, &mut ColumnMetad
     }
     let footer_offset = out.len() as u64;
     out.extend_from_slice(&footer);
-    let tail = FileTail { footer_offset, table_offset, ..tail };
+    let tail = FileTail {
+        footer_offset,
+        footer_length: footer.len() as u32,
+        footer_crc: crc32fast::hash(&footer),
+        table_offset,
+        ..tail
+    };
     out.extend_from_slice(&tail.to_bytes());
     out
 }

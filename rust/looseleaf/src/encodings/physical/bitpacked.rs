@@ -19,7 +19,7 @@ use arrow_buffer::{Buffer, MutableBuffer};
 use super::PageContext;
 use super::binary::aligned;
 use super::integers::{BLOCK, block_bytes, blocks_for, read_int, unpack_blocks, write_int};
-use crate::encodings::{DataBlock, FixedWidthBlock, PageDecoder, PageLoad, PageScheduler, SelectedRows};
+use crate::encodings::{DataBlock, FixedWidthBlock, PageDecoder, PageLoad, PageScheduler, SelectedRows, limits};
 use crate::error::{Error, Result, bail, ensure};
 use crate::format::proto::{BitpackedEncoding, BufferLocation};
 use crate::io::PageIo;
@@ -157,7 +157,9 @@ impl PageDecoder for BitpackedDecoder {
         let layout = &self.layout;
         let w = layout.value_bytes;
         let pieces = self.rows.page_rows(rows_to_skip, num_rows)?;
-        let mut out = MutableBuffer::with_capacity(num_rows as usize * w);
+        // Width 0 stores nothing per value: the rows asked for are all that bounds the output.
+        let mut out =
+            limits::try_buffer(limits::block_bytes(num_rows, w as u64, "bit-packed values")?, "bit-packed values")?;
         if layout.bit_width == 0 {
             let mut value = vec![0u8; w];
             write_int(layout.reference, &mut value);

@@ -7,9 +7,9 @@
 
 use std::ops::Range;
 
-use arrow_buffer::{BooleanBuffer, Buffer, MutableBuffer};
+use arrow_buffer::{BooleanBuffer, Buffer};
 
-use crate::encodings::{DataBlock, FixedWidthBlock, PageDecoder, PageLoad, PageScheduler, VariableWidthBlock};
+use crate::encodings::{DataBlock, FixedWidthBlock, PageDecoder, PageLoad, PageScheduler, VariableWidthBlock, limits};
 use crate::error::{Result, ensure};
 use crate::format::proto::ConstantEncoding;
 use crate::io::PageIo;
@@ -64,9 +64,13 @@ impl PageDecoder for ConstantDecoder {
 }
 
 /// A block of `num_rows` copies of the constant.
+///
+/// # Errors
+/// [`crate::Error::Corrupt`] if the block would exceed [`limits::MAX_BLOCK_BYTES`] (a constant
+/// page stores nothing per row, so only the rows asked for bound it).
 pub fn constant_block(encoding: &ConstantEncoding, num_rows: u64) -> Result<DataBlock> {
-    let n = num_rows as usize;
     let value = &encoding.value;
+    let n = limits::block_bytes(num_rows, value.len().max(1) as u64, "constant values")? / value.len().max(1);
     Ok(match encoding.bits_per_value {
         1 => DataBlock::Boolean(if value.first() == Some(&1) {
             BooleanBuffer::new_set(n)
@@ -74,8 +78,10 @@ pub fn constant_block(encoding: &ConstantEncoding, num_rows: u64) -> Result<Data
             BooleanBuffer::new_unset(n)
         }),
         0 => {
-            let offsets: Vec<u64> = (0..=num_rows).map(|i| i * value.len() as u64).collect();
-            let mut data = MutableBuffer::with_capacity(n * value.len());
+            let offsets_len = limits::block_bytes(num_rows + 1, 8, "constant offsets")? / 8;
+            let mut offsets = limits::try_vec::<u64>(offsets_len, "constant offsets")?;
+            offsets.extend((0..=num_rows).map(|i| i * value.len() as u64));
+            let mut data = limits::try_buffer(n * value.len(), "constant values")?;
             for _ in 0..n {
                 data.extend_from_slice(value);
             }
@@ -88,7 +94,7 @@ pub fn constant_block(encoding: &ConstantEncoding, num_rows: u64) -> Result<Data
             DataBlock::VariableWidth(VariableWidthBlock::concat(&[block])?)
         }
         bits => {
-            let mut data = MutableBuffer::with_capacity(n * value.len());
+            let mut data = limits::try_buffer(n * value.len(), "constant values")?;
             for _ in 0..n {
                 data.extend_from_slice(value);
             }

@@ -16,7 +16,7 @@ use arrow_buffer::{Buffer, MutableBuffer};
 use super::PageContext;
 use super::binary::aligned;
 use super::integers::{BLOCK, bits_needed, block_bytes, blocks_for, pack, unpack_blocks};
-use crate::encodings::{DataBlock, FixedWidthBlock, PageDecoder, PageLoad, PageScheduler, SelectedRows};
+use crate::encodings::{DataBlock, FixedWidthBlock, PageDecoder, PageLoad, PageScheduler, SelectedRows, limits};
 use crate::error::{Result, bail, ensure};
 use crate::format::proto::{BufferLocation, DeltaEncoding};
 use crate::io::PageIo;
@@ -150,7 +150,7 @@ impl PageDecoder for DeltaDecoder {
 
     fn decode(&self, rows_to_skip: u64, num_rows: u64) -> Result<DataBlock> {
         let w = self.value_bytes;
-        let mut out = MutableBuffer::with_capacity(num_rows as usize * w);
+        let mut out = limits::try_buffer(limits::block_bytes(num_rows, w as u64, "delta values")?, "delta values")?;
         for piece in self.rows.page_rows(rows_to_skip, num_rows)? {
             let (values, skip) = self.block_values(&piece)?;
             let len = (piece.end - piece.start) as usize;

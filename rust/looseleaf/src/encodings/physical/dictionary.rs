@@ -16,7 +16,7 @@ use std::ops::Range;
 use std::sync::{Arc, OnceLock};
 
 use super::PageContext;
-use crate::encodings::{DataBlock, PageDecoder, PageLoad, PageScheduler};
+use crate::encodings::{DataBlock, PageDecoder, PageLoad, PageScheduler, limits};
 use crate::error::{Error, Result, bail, ensure};
 use crate::format::proto::DictionaryEncoding;
 use crate::io::PageIo;
@@ -39,9 +39,8 @@ impl DictionaryScheduler {
             "dictionary indices of {} bytes",
             encoding.index_bytes
         );
-        // The dictionary is decoded whole: no more values than the indices can address, which
-        // also bounds what a dictionary stored without buffers (a constant) makes the reader
-        // allocate.
+        // The dictionary is decoded whole: no more values than the indices can address, nor
+        // than its stored bytes hold (see `limits`).
         ensure!(
             encoding.dictionary_size <= 1 << (8 * encoding.index_bytes),
             corrupt,
@@ -52,6 +51,11 @@ impl DictionaryScheduler {
         let (Some(indices), Some(dictionary)) = (encoding.indices.as_deref(), encoding.dictionary.as_deref()) else {
             bail!(corrupt, "dictionary encoding without indices or dictionary")
         };
+        limits::check_whole_load(
+            encoding.dictionary_size,
+            super::stored_bytes(Some(dictionary), page.buffers),
+            "a page's dictionary",
+        )?;
         let indices = super::page_scheduler(Some(indices), page)?;
         let dictionary_page = PageContext { num_rows: encoding.dictionary_size, ..*page };
         let dictionary = super::page_scheduler(Some(dictionary), &dictionary_page)?;

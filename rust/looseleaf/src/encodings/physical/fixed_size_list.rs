@@ -30,7 +30,12 @@ impl FixedSizeListScheduler {
     /// The scheduler of `encoding` in `page`.
     pub fn try_new(encoding: &FixedSizeListEncoding, page: &PageContext) -> Result<Self> {
         let dimension = encoding.dimension;
-        ensure!(dimension > 0, corrupt, "fixed-size list encoding of dimension 0");
+        // Arrow's list sizes are `i32`.
+        ensure!(
+            dimension > 0 && dimension <= i32::MAX as u64,
+            corrupt,
+            "fixed-size list encoding of dimension {dimension}"
+        );
         let Some(values) = encoding.values.as_deref() else {
             bail!(corrupt, "fixed-size list encoding without values")
         };

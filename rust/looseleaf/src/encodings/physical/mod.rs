@@ -182,6 +182,59 @@ fn push(buffers: &mut Vec<Buffer>, buffer: Buffer) -> u32 {
     (buffers.len() - 1) as u32
 }
 
+/// The bytes an encoding subtree stores: the sizes of the page buffers it refers to (each
+/// counted once) and the values held in its nodes. What bounds the values a child decoded whole
+/// at page load may claim ([`crate::encodings::limits::check_whole_load`]).
+pub fn stored_bytes(encoding: Option<&proto::Encoding>, buffers: &[BufferLocation]) -> u64 {
+    let mut used = std::collections::BTreeSet::new();
+    let node_bytes = collect_stored(encoding, &mut used);
+    used.iter().filter_map(|index| buffers.get(*index as usize)).fold(node_bytes, |sum, b| sum.saturating_add(b.size))
+}
+
+/// Adds the buffers `encoding` refers to into `used` and returns the bytes its nodes hold.
+fn collect_stored(encoding: Option<&proto::Encoding>, used: &mut std::collections::BTreeSet<u32>) -> u64 {
+    let Some(kind) = encoding.and_then(|e| e.kind.as_ref()) else { return 0 };
+    match kind {
+        Kind::Plain(p) => {
+            used.insert(p.buffer);
+            0
+        }
+        Kind::Nullable(n) => {
+            used.insert(n.validity_buffer);
+            collect_stored(n.values.as_deref(), used)
+        }
+        Kind::AllNull(_) => 0,
+        Kind::Binary(b) => {
+            used.extend([b.offsets_buffer, b.data_buffer]);
+            collect_stored(b.offsets.as_deref(), used)
+        }
+        Kind::ListOffsets(o) => {
+            used.insert(o.buffer);
+            0
+        }
+        Kind::FixedSizeList(f) => collect_stored(f.values.as_deref(), used),
+        Kind::Bitpacked(b) => {
+            used.insert(b.buffer);
+            b.reference.len() as u64
+        }
+        Kind::Delta(d) => {
+            used.extend([d.bases_buffer, d.deltas_buffer]);
+            0
+        }
+        Kind::Constant(c) => c.value.len() as u64,
+        Kind::Rle(r) => {
+            collect_stored(r.values.as_deref(), used).saturating_add(collect_stored(r.run_ends.as_deref(), used))
+        }
+        Kind::Dictionary(d) => {
+            collect_stored(d.indices.as_deref(), used).saturating_add(collect_stored(d.dictionary.as_deref(), used))
+        }
+        Kind::Fsst(f) => {
+            used.insert(f.symbols_buffer);
+            collect_stored(f.codes.as_deref(), used)
+        }
+    }
+}
+
 /// The number of values of the largest dictionary in an encoding tree (0 without one).
 pub fn largest_dictionary(encoding: Option<&proto::Encoding>) -> u64 {
     match encoding.and_then(|e| e.kind.as_ref()) {

@@ -12,7 +12,7 @@ use std::ops::Range;
 use std::sync::{Arc, OnceLock};
 
 use super::PageContext;
-use crate::encodings::{DataBlock, PageDecoder, PageLoad, PageScheduler, SelectedRows};
+use crate::encodings::{DataBlock, PageDecoder, PageLoad, PageScheduler, SelectedRows, limits};
 use crate::error::{Result, bail, ensure};
 use crate::format::proto::RleEncoding;
 use crate::io::PageIo;
@@ -39,6 +39,10 @@ impl RleScheduler {
             encoding.num_runs,
             page.num_rows
         );
+        // The runs are decoded whole when the page loads.
+        let stored = super::stored_bytes(Some(values), page.buffers)
+            .saturating_add(super::stored_bytes(Some(run_ends), page.buffers));
+        limits::check_whole_load(encoding.num_runs, stored, "a run-length page's runs")?;
         let runs = PageContext { num_rows: encoding.num_runs, ..*page };
         Ok(Self {
             values: super::page_scheduler(Some(values), &runs)?,
@@ -105,7 +109,10 @@ impl PageDecoder for RleDecoder {
                 self.decoded.get_or_init(|| block).clone()
             }
         };
-        let mut positions = Vec::with_capacity(num_rows as usize);
+        let mut positions = limits::try_vec(
+            limits::block_bytes(num_rows, size_of::<usize>() as u64, "run-length rows")? / size_of::<usize>(),
+            "run-length rows",
+        )?;
         for piece in self.rows.page_rows(rows_to_skip, num_rows)? {
             let mut run = self.ends.partition_point(|end| *end <= piece.start);
             for row in piece {

@@ -190,7 +190,7 @@ impl PendingPages {
 }
 
 /// The [`ColumnJob`] of a column of values (or of a struct's validity): each page's scheduler
-/// tree submits its reads, and the decoder receives the page's [`PageDecoder`] future.
+/// tree submits its reads, and the decoder receives the page's [`PageDecoder`](crate::encodings::PageDecoder) future.
 pub struct ValuesColumnJob {
     pages: PendingPages,
     sender: PageSender,

@@ -3,7 +3,7 @@
 //!
 //! Each projected field has a [`FieldScheduler`], built by [`field_scheduler`] from the field's
 //! column tree and its columns' metadata. Starting a read, it returns the
-//! [`ColumnJob`](super::scheduling_loop::ColumnJob)s that walk its columns' pages (the scheduling
+//! [`ColumnJob`]s that walk its columns' pages (the scheduling
 //! loop runs them) and the [`FieldPages`] those pages will arrive on (the decoding side builds the
 //! field's decoder from them). Each request carries the lowest top-level row it serves as its
 //! priority ([`RowPriority`] maps rows of nested columns to top-level rows).
