@@ -155,7 +155,10 @@ impl Location {
             Self::Local(path) => {
                 let absolute = std::path::absolute(path).map_err(|e| Error::io(self.to_string(), e))?;
                 let object = ObjectPath::from_absolute_path(&absolute).map_err(|e| Error::io(self.to_string(), e))?;
-                Ok((Arc::new(object_store::local::LocalFileSystem::new()), object))
+                // A write is durable (file and directory entry synced) before it is visible,
+                // as on an object store: `finish()` means the file survives a crash.
+                let store = object_store::local::LocalFileSystem::new().with_fsync(purpose == StorePurpose::Write);
+                Ok((Arc::new(store), object))
             }
             Self::Memory(path) => Ok((MEMORY.clone(), path.clone())),
             Self::Remote { kind, url, path } => {

@@ -9,8 +9,9 @@
 //! items go to their own columns, with struct validity and list lengths in the parent's.
 //!
 //! The file goes through an object store multipart upload, which makes it visible under its
-//! name only when [`FileWriter::finish`] completes (the local store writes a staging file and
-//! renames it). A writer dropped or aborted before that leaves nothing a reader would open.
+//! name only when [`FileWriter::finish`] completes (the local store writes a staging file,
+//! syncs it and renames it, then syncs the directory: a finished file survives a crash). A
+//! writer dropped or aborted before that leaves nothing a reader would open.
 
 use std::sync::Arc;
 
@@ -177,7 +178,8 @@ impl FileWriter {
         let display = path.display().to_string();
         let absolute = std::path::absolute(path).map_err(|e| Error::io(display.clone(), e))?;
         let store_path = Path::from_absolute_path(&absolute).map_err(|e| Error::io(display.clone(), e))?;
-        let store = Arc::new(object_store::local::LocalFileSystem::new());
+        // Synced before the rename that makes it visible (see `Location::object_store`).
+        let store = Arc::new(object_store::local::LocalFileSystem::new().with_fsync(true));
         Self::try_new_named(store, &store_path, display, schema, options).await
     }
 

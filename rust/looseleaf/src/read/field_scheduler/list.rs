@@ -111,7 +111,20 @@ impl ColumnJob for ListColumnJob {
         page_io.spawn_indirect(
             self.item_bytes,
             async move {
-                let _ = sender.send(step.run().await);
+                // The step stops (its requests dropped, so never issued or abandoned in
+                // flight) as soon as nobody waits for the page: the read was dropped.
+                let mut sender = sender;
+                let outcome = {
+                    let (run, closed) = (step.run(), sender.closed());
+                    futures::pin_mut!(run, closed);
+                    match futures::future::select(run, closed).await {
+                        futures::future::Either::Left((result, _)) => Some(result),
+                        futures::future::Either::Right(_) => None,
+                    }
+                };
+                if let Some(result) = outcome {
+                    let _ = sender.send(result);
+                }
             }
             .boxed(),
         );
