@@ -528,38 +528,10 @@ async fn random_damage_never_panics() {
     }
 }
 
-/// Every allocation over [`ALLOCATION_CAP`] fails in this test binary, so that a read sizing its
-/// memory by a count a hostile file merely claims fails the test (an error or an abort) instead
-/// of taking the machine's memory.
-struct CappedAllocator;
-
-const ALLOCATION_CAP: usize = 1 << 30;
-
-// SAFETY: forwards to the system allocator, refusing (null) what is over the cap, as an
-// allocator may.
-unsafe impl std::alloc::GlobalAlloc for CappedAllocator {
-    unsafe fn alloc(&self, layout: std::alloc::Layout) -> *mut u8 {
-        if layout.size() > ALLOCATION_CAP {
-            return std::ptr::null_mut();
-        }
-        // SAFETY: the caller's contract is the system allocator's.
-        unsafe { std::alloc::System.alloc(layout) }
-    }
-    unsafe fn dealloc(&self, ptr: *mut u8, layout: std::alloc::Layout) {
-        // SAFETY: `ptr` came from the system allocator with `layout`.
-        unsafe { std::alloc::System.dealloc(ptr, layout) }
-    }
-    unsafe fn realloc(&self, ptr: *mut u8, layout: std::alloc::Layout, new_size: usize) -> *mut u8 {
-        if new_size > ALLOCATION_CAP {
-            return std::ptr::null_mut();
-        }
-        // SAFETY: as for `dealloc`, and the new size is the caller's.
-        unsafe { std::alloc::System.realloc(ptr, layout, new_size) }
-    }
-}
-
+/// A read sizing its memory by a count a hostile file merely claims fails its test instead of
+/// taking the machine's memory.
 #[global_allocator]
-static ALLOCATOR: CappedAllocator = CappedAllocator;
+static ALLOCATOR: common::alloc::GuardedAllocator = common::alloc::GuardedAllocator::new(1 << 30);
 
 /// A file of `rows` rows (claimed: the footer and each column's one page say so) whose columns
 /// `i` (int32) and `s` (utf8) have the pages `int_page` and `string_page`, built over a real

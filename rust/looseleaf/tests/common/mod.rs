@@ -10,6 +10,8 @@
 // Tests report failures by panicking.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
+pub mod alloc;
+
 use std::collections::HashMap;
 use std::ops::Range;
 use std::path::Path;

@@ -1,0 +1,257 @@
+//! Round trips of every encoding, forced per column and per file and chosen automatically, over
+//! every read path (full scans, row ranges, `take`, a one-byte I/O budget), with the edge cases of
+//! each encoding.
+
+use super::*;
+
+/// Writes the columns of `kind` with `kind` forced, per column or as the file's default, and
+/// checks every page's encoding and every read.
+async fn forced_round_trip(seed: u64, kind: EncodingKind, len: usize, page_size: u64, per_column: bool) {
+    let mut rng = common::rng(seed);
+    let columns = columns_for(&mut rng, kind, len);
+    let table = table_of(&columns);
+    let what = format!("forced {} (seed {seed}, {len} rows, pages of {page_size} bytes)", kind.name());
+    let mut options = WriterOptions::default().with_page_size(page_size);
+    if per_column {
+        for (name, _) in &columns {
+            options = options.with_encoding_policy(name.clone(), forced(kind));
+        }
+    } else {
+        options = options.with_default_encoding_policy(forced(kind));
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("forced.leaf");
+    let inputs = split_randomly(&mut rng, &table, 1 + len / 3);
+    try_write(&path, &table.schema(), &inputs, options).await.unwrap_or_else(|e| panic!("{what}: write failed: {e}"));
+    let reader = FileReader::open_path(&path).await.unwrap();
+    let mut pages = 0;
+    for (field, encodings) in page_encodings(&reader).await {
+        for encoding in encodings.iter().filter(|e| *e != "all_null") {
+            assert!(encoded_as(encoding, kind), "{what}: a page of {field:?} is {encoding}");
+            pages += 1;
+        }
+    }
+    assert!(len == 0 || pages > 0, "{what}: no page has values");
+    check_reads(&mut rng, &reader, &table, &what).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn forced_plain_round_trips() {
+    forced_round_trip(1, EncodingKind::Plain, 2500, 4096, true).await;
+    forced_round_trip(2, EncodingKind::Plain, 30, 1, false).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn forced_constant_round_trips() {
+    forced_round_trip(3, EncodingKind::Constant, 3000, 2048, true).await;
+    forced_round_trip(4, EncodingKind::Constant, 25, 1, false).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn forced_bitpacked_round_trips() {
+    forced_round_trip(5, EncodingKind::Bitpacked, 1500, 3000, true).await;
+    forced_round_trip(6, EncodingKind::Bitpacked, 2100, 64 * MIB, false).await;
+    forced_round_trip(7, EncodingKind::Bitpacked, 20, 1, true).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn forced_delta_round_trips() {
+    forced_round_trip(8, EncodingKind::Delta, 1500, 5000, true).await;
+    forced_round_trip(9, EncodingKind::Delta, 2100, 64 * MIB, false).await;
+    forced_round_trip(10, EncodingKind::Delta, 20, 1, true).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn forced_rle_round_trips() {
+    forced_round_trip(11, EncodingKind::Rle, 2500, 4000, true).await;
+    forced_round_trip(12, EncodingKind::Rle, 20, 1, false).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn forced_dictionary_round_trips() {
+    forced_round_trip(13, EncodingKind::Dictionary, 2500, 4000, true).await;
+    forced_round_trip(14, EncodingKind::Dictionary, 20, 1, false).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn forced_fsst_round_trips() {
+    // FSST needs pages of at least 1 KiB of strings that it compresses (see
+    // `forcing_fsst_on_small_pages_fails`).
+    forced_round_trip(15, EncodingKind::Fsst, 1500, 64 * 1024, true).await;
+    forced_round_trip(16, EncodingKind::Fsst, 600, 4 * MIB, false).await;
+}
+
+/// Pages of one row each, forced FSST: each value must be long enough to compress alone.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn forced_fsst_on_pages_of_one_long_row() {
+    let mut rng = common::rng(17);
+    let values: Vec<Vec<u8>> = (0..12).map(|_| text(&mut rng, 5000).into_bytes()).collect();
+    let columns: Vec<(String, ArrayRef)> =
+        BYTES_TYPES.iter().map(|t| (format!("{t}"), bytes_array(t, &values, None))).collect();
+    let table = table_of(&columns);
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("fsst_rows.leaf");
+    write_table(
+        &path,
+        &table,
+        WriterOptions::default().with_page_size(1).with_default_encoding_policy(forced(EncodingKind::Fsst)),
+    )
+    .await;
+    let reader = FileReader::open_path(&path).await.unwrap();
+    for (field, encodings) in page_encodings(&reader).await {
+        assert_eq!(encodings.len(), 12, "{field}: one page per row");
+        assert!(encodings.iter().all(|e| encoded_as(e, EncodingKind::Fsst)), "{field}: {encodings:?}");
+    }
+    check_reads(&mut rng, &reader, &table, "FSST pages of one row").await;
+}
+
+/// Dictionary-array columns follow their column's policy too: forced or forbidden encodings
+/// apply to their values.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn dictionary_input_follows_the_policy() {
+    let mut rng = common::rng(18);
+    let len = 3000;
+    let keys = PrimitiveArray::<Int16Type>::from_iter((0..len).map(|i| (i % 11 != 0).then_some((i / 100) as i16)));
+    let ints = Arc::new(Int64Array::from_iter_values((0..30).map(|i| i * 7 - 50)));
+    let strings = Arc::new(StringArray::from_iter_values((0..30).map(|i| format!("value {i}"))));
+    let int_dictionary: ArrayRef = Arc::new(DictionaryArray::try_new(keys.clone(), ints).unwrap());
+    let string_dictionary: ArrayRef = Arc::new(DictionaryArray::try_new(keys, strings).unwrap());
+    let columns = vec![
+        ("plain".to_string(), string_dictionary.clone()),
+        ("forbidden".to_string(), int_dictionary.clone()),
+        ("bitpacked".to_string(), int_dictionary.clone()),
+        ("delta".to_string(), int_dictionary),
+        ("free".to_string(), string_dictionary),
+    ];
+    let table = table_of(&columns);
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("dictionary_policy.leaf");
+    let no_dictionary = EncodingPolicy { force: None, forbid: [EncodingKind::Dictionary].into_iter().collect() };
+    let options = WriterOptions::default()
+        .with_page_size(2000)
+        .with_encoding_policy("plain", EncodingPolicy::plain_only())
+        .with_encoding_policy("forbidden", no_dictionary)
+        .with_encoding_policy("bitpacked", forced(EncodingKind::Bitpacked))
+        .with_encoding_policy("delta", forced(EncodingKind::Delta));
+    write_table(&path, &table, options).await;
+    let reader = FileReader::open_path(&path).await.unwrap();
+    for (field, encodings) in page_encodings(&reader).await {
+        for encoding in encodings {
+            let ok = match field.as_str() {
+                "plain" => encoded_as(&encoding, EncodingKind::Plain) && !encoding.contains("dictionary"),
+                "forbidden" => !encoding.contains("dictionary"),
+                "bitpacked" => encoded_as(&encoding, EncodingKind::Bitpacked),
+                "delta" => encoded_as(&encoding, EncodingKind::Delta),
+                _ => encoded_as(&encoding, EncodingKind::Dictionary),
+            };
+            assert!(ok, "a page of {field:?} is {encoding}");
+        }
+    }
+    check_reads(&mut rng, &reader, &table, "dictionary input under policies").await;
+}
+
+/// The automatic choice uses every encoding somewhere on data made for it, and what it writes
+/// reads back.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn automatic_choice_uses_every_encoding() {
+    let mut rng = common::rng(19);
+    let len = 20_000;
+    let ints = |shape, t: DataType, rng: &mut StdRng| int_array(&t, &int_values(rng, len, shape, int_bounds(&t)), None);
+    let (lo, hi) = int_bounds(&DataType::Decimal128(38, 0));
+    let columns: Vec<(String, ArrayRef)> = vec![
+        ("constant".into(), ints(IntShape::Constant, DataType::Int32, &mut rng)),
+        ("small".into(), ints(IntShape::Small, DataType::Int64, &mut rng)),
+        ("negative".into(), ints(IntShape::NearMin, DataType::Int64, &mut rng)),
+        ("u64 max".into(), ints(IntShape::NearMax, DataType::UInt64, &mut rng)),
+        ("sorted".into(), ints(IntShape::Sorted, DataType::Int64, &mut rng)),
+        ("reverse".into(), ints(IntShape::Reverse, DataType::Int32, &mut rng)),
+        ("runs".into(), ints(IntShape::Runs, DataType::Int32, &mut rng)),
+        ("extremes".into(), ints(IntShape::Extremes, DataType::Int64, &mut rng)),
+        (
+            "decimal near max".into(),
+            int_array(&DataType::Decimal128(38, 0), &int_values(&mut rng, len, IntShape::Small, (hi - 300, hi)), None),
+        ),
+        (
+            "decimal near min".into(),
+            int_array(&DataType::Decimal128(38, 0), &int_values(&mut rng, len, IntShape::Small, (lo, lo + 300)), None),
+        ),
+        (
+            "decimal extremes".into(),
+            int_array(&DataType::Decimal128(38, 0), &int_values(&mut rng, len, IntShape::Extremes, (lo, hi)), None),
+        ),
+        ("floats".into(), float_array(&mut rng, &DataType::Float64, len, FloatShape::Specials, None)),
+        ("float runs".into(), float_array(&mut rng, &DataType::Float32, len, FloatShape::Runs, None)),
+        (
+            "few strings".into(),
+            bytes_array(&DataType::Utf8, &bytes_values(&mut rng, len, BytesShape::FewDistinct, true), None),
+        ),
+        ("text".into(), bytes_array(&DataType::Utf8, &bytes_values(&mut rng, len, BytesShape::Text, true), None)),
+        (
+            "random bytes".into(),
+            bytes_array(&DataType::Binary, &bytes_values(&mut rng, len, BytesShape::Random, false), None),
+        ),
+        (
+            "all bytes".into(),
+            bytes_array(&DataType::Binary, &bytes_values(&mut rng, len, BytesShape::AllBytes, false), None),
+        ),
+        ("booleans".into(), bool_array(&mut rng, len, 0, None)),
+    ];
+    let table = table_of(&columns);
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("automatic.leaf");
+    write_table(&path, &table, WriterOptions::default().with_page_size(64 * 1024)).await;
+    let reader = FileReader::open_path(&path).await.unwrap();
+    let mut seen = BTreeSet::new();
+    for (field, encodings) in page_encodings(&reader).await {
+        for encoding in &encodings {
+            let top = values_encoding(encoding);
+            seen.insert(top.split('(').next().unwrap().to_string());
+            if field.starts_with("decimal") {
+                // Lanes are 64 bits: values spread over more than that are not bit-packed.
+                assert!(field != "decimal extremes" || !top.contains("bitpacked"), "{field}: {encoding}");
+            }
+        }
+    }
+    for expected in ["constant", "bitpacked", "delta", "rle", "dictionary", "fsst", "plain", "binary"] {
+        assert!(seen.contains(expected), "no page chose {expected}: {seen:?}");
+    }
+    check_reads(&mut rng, &reader, &table, "automatic choice").await;
+}
+
+fn automatic_case(seed: u64, num_rows: usize, page_size: u64, max_input_batch: usize, num_columns: usize) {
+    let mut rng = common::rng(seed);
+    let types = encoded_types();
+    let columns: Vec<(String, ArrayRef)> = (0..num_columns)
+        .map(|i| {
+            let t = types.choose(&mut rng).unwrap().clone();
+            let (shape, array) = shaped_array(&mut rng, &t, num_rows);
+            (format!("c{i}: {t} {shape}"), array)
+        })
+        .collect();
+    let table = table_of(&columns);
+    let inputs = split_randomly(&mut rng, &table, max_input_batch);
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("automatic.leaf");
+    runtime().block_on(async {
+        let options = WriterOptions::default().with_page_size(page_size);
+        try_write(&path, &table.schema(), &inputs, options).await.unwrap();
+        let reader = FileReader::open_path(&path).await.unwrap();
+        let what = format!("automatic choice (seed {seed}, {num_rows} rows, pages of {page_size} bytes)");
+        check_reads(&mut rng, &reader, &table, &what).await;
+    });
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(24))]
+
+    #[test]
+    fn automatic_choice_round_trips(
+        seed in any::<u64>(),
+        num_rows in prop_oneof![1 => Just(0usize), 2 => 1usize..40, 7 => 40usize..4000],
+        page_size in prop_oneof![1u64..=64, 65u64..=4096, 4097u64..=256 * 1024],
+        max_input_batch in prop_oneof![1usize..=5, 6usize..=500, 501usize..=5000],
+        num_columns in 1usize..=6,
+    ) {
+        automatic_case(seed, num_rows, page_size, max_input_batch, num_columns);
+    }
+}

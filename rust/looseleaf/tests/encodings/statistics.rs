@@ -1,0 +1,198 @@
+//! Per-page statistics, computed again here from each page's rows.
+
+use super::*;
+use crate::dictionaries::{dictionary_array, dictionary_values, logical};
+
+/// The statistics of a page holding the rows of `array`, computed here: null count, smallest
+/// and largest value (floats without NaN, strings with a minimum truncated to 64 bytes and no
+/// maximum when longer).
+fn expected_statistics(array: &ArrayRef) -> (u64, Option<StatValue>, Option<StatValue>) {
+    let null_count = array.logical_null_count() as u64;
+    let valid: Vec<usize> = (0..array.len()).filter(|i| array.is_valid(*i)).collect();
+    let data_type = array.data_type();
+    let (min, max) = if int_types().contains(data_type) || matches!(data_type, DataType::Timestamp(..)) {
+        let (width, signed) = int_layout(data_type);
+        let bytes = value_bytes(array, width);
+        let ints = valid.iter().map(|i| {
+            let mut buf = if signed && bytes[i * width + width - 1] & 0x80 != 0 { [0xff; 16] } else { [0; 16] };
+            buf[..width].copy_from_slice(&bytes[i * width..(i + 1) * width]);
+            i128::from_le_bytes(buf)
+        });
+        (ints.clone().min().map(StatValue::Int), ints.max().map(StatValue::Int))
+    } else if matches!(data_type, DataType::Float16 | DataType::Float32 | DataType::Float64) {
+        let width = data_type.primitive_width().unwrap();
+        let bytes = value_bytes(array, width);
+        let floats: Vec<f64> = valid
+            .iter()
+            .map(|i| {
+                let b = &bytes[i * width..(i + 1) * width];
+                match width {
+                    2 => half::f16::from_le_bytes([b[0], b[1]]).to_f64(),
+                    4 => f32::from_le_bytes(b.try_into().unwrap()) as f64,
+                    _ => f64::from_le_bytes(b.try_into().unwrap()),
+                }
+            })
+            .filter(|f| !f.is_nan())
+            .collect();
+        let min = floats.iter().copied().reduce(f64::min).map(StatValue::Float);
+        (min, floats.iter().copied().reduce(f64::max).map(StatValue::Float))
+    } else if let DataType::Boolean = data_type {
+        let values: Vec<bool> = valid.iter().map(|i| array.as_boolean().value(*i)).collect();
+        if values.is_empty() {
+            (None, None)
+        } else {
+            (Some(StatValue::Bool(values.iter().all(|v| *v))), Some(StatValue::Bool(values.iter().any(|v| *v))))
+        }
+    } else if BYTES_TYPES.contains(data_type) {
+        let values: Vec<Vec<u8>> = valid.iter().map(|i| bytes_at(array, *i)).collect();
+        let stat = |b: &[u8]| {
+            if is_utf8(data_type) {
+                StatValue::Utf8(String::from_utf8_lossy(b).into_owned())
+            } else {
+                StatValue::Bytes(b.to_vec())
+            }
+        };
+        let min = values.iter().min().map(|m| stat(&m[..m.len().min(64)]));
+        let max = values.iter().max().filter(|m| m.len() <= 64).map(|m| stat(m));
+        (min, max)
+    } else {
+        (None, None)
+    };
+    (null_count, min, max)
+}
+
+/// The bytes of value `i` of a string or binary array.
+fn bytes_at(array: &ArrayRef, i: usize) -> Vec<u8> {
+    match array.data_type() {
+        DataType::Utf8 => array.as_string::<i32>().value(i).as_bytes().to_vec(),
+        DataType::LargeUtf8 => array.as_string::<i64>().value(i).as_bytes().to_vec(),
+        DataType::Utf8View => array.as_string_view().value(i).as_bytes().to_vec(),
+        DataType::Binary => array.as_binary::<i32>().value(i).to_vec(),
+        DataType::LargeBinary => array.as_binary::<i64>().value(i).to_vec(),
+        DataType::BinaryView => array.as_binary_view().value(i).to_vec(),
+        other => panic!("no bytes in {other}"),
+    }
+}
+
+/// A table for statistics: every kind of bound, pages of all nulls and all NaNs, strings longer
+/// than the bounds.
+fn statistics_table(rng: &mut StdRng, len: usize) -> RecordBatch {
+    let mut columns: Vec<(String, ArrayRef)> = Vec::new();
+    for t in int_types().into_iter().chain([DataType::Timestamp(TimeUnit::Nanosecond, None), DataType::Date32]) {
+        for shape in [IntShape::Extremes, IntShape::Small, IntShape::NearMax, IntShape::Runs] {
+            let nulls = random_validity(rng, len);
+            columns
+                .push((format!("{t} {shape:?}"), int_array(&t, &int_values(rng, len, shape, int_bounds(&t)), nulls)));
+        }
+    }
+    for t in [DataType::Float16, DataType::Float32, DataType::Float64] {
+        for shape in [FloatShape::Specials, FloatShape::Runs, FloatShape::Constant, FloatShape::RandomBits] {
+            let nulls = random_validity(rng, len);
+            columns.push((format!("{t} {shape:?}"), float_array(rng, &t, len, shape, nulls)));
+        }
+    }
+    for shape in 0..4 {
+        let nulls = random_validity(rng, len);
+        columns.push((format!("bool {shape}"), bool_array(rng, len, shape, nulls)));
+    }
+    for t in BYTES_TYPES {
+        for shape in [BytesShape::Random, BytesShape::Long(70), BytesShape::Empty, BytesShape::AllBytes] {
+            let nulls = random_validity(rng, len);
+            let values = bytes_values(rng, len, shape, is_utf8(&t));
+            columns.push((format!("{t} {shape:?}"), bytes_array(&t, &values, nulls.as_ref())));
+        }
+    }
+    // Bounds longer than 64 bytes: a truncated minimum, no maximum.
+    let long: Vec<Vec<u8>> =
+        (0..len).map(|i| format!("{}{i}", if i % 2 == 0 { "a" } else { "z" }.repeat(80)).into_bytes()).collect();
+    columns.push(("long".into(), bytes_array(&DataType::Utf8, &long, None)));
+    for t in other_fixed_types().into_iter().chain([DataType::Null]) {
+        let (_, array) = shaped_array(rng, &t, len);
+        columns.push((format!("{t}"), array));
+    }
+    table_of(&columns)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn page_statistics_match_the_data() {
+    let mut rng = common::rng(40);
+    let table = statistics_table(&mut rng, 4000);
+    for (options, label) in [
+        (WriterOptions::default().with_page_size(3000), "automatic"),
+        (
+            WriterOptions::default().with_page_size(5000).with_default_encoding_policy(EncodingPolicy::plain_only()),
+            "plain",
+        ),
+        (WriterOptions::default().with_page_size(200).with_compression(Compression::Lz4, 1), "lz4"),
+    ] {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("statistics.leaf");
+        let inputs = split_randomly(&mut rng, &table, 1500);
+        try_write(&path, &table.schema(), &inputs, options).await.unwrap();
+        let reader = FileReader::open_path(&path).await.unwrap();
+        let metadata = reader.metadata().await.unwrap();
+        assert_eq!(metadata.columns.len(), table.num_columns());
+        let mut pages = 0;
+        for (column, summary) in metadata.columns.iter().enumerate() {
+            let array = table.column(column);
+            let mut first_row = 0;
+            for (index, page) in summary.pages.iter().enumerate() {
+                let rows = array.slice(first_row, page.num_rows as usize);
+                let (null_count, min, max) = expected_statistics(&rows);
+                let what = format!("{label}: {:?} page {index} (rows {first_row}..)", summary.field);
+                assert_eq!(page.null_count, Some(null_count), "{what}: null count");
+                assert_eq!(page.min, min, "{what}: min");
+                assert_eq!(page.max, max, "{what}: max");
+                first_row += page.num_rows as usize;
+                pages += 1;
+            }
+            assert_eq!(first_row, table.num_rows(), "{label}: pages of {:?}", summary.field);
+        }
+        assert!(pages > 3 * table.num_columns(), "{label}: {pages} pages");
+    }
+}
+
+/// Pages of dictionary arrays are bounded by their dictionaries (which may hold values no row
+/// points at).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn dictionary_page_statistics_bound_the_values() {
+    let mut rng = common::rng(41);
+    let array = dictionary_array::<Int32Type>(&mut rng, 3000, dictionary_values(&DataType::Utf8, 0, 50));
+    let table = table_of(&[("d".into(), array.clone())]);
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("dictionary_statistics.leaf");
+    write_table(&path, &table, WriterOptions::default().with_page_size(2000)).await;
+    let metadata = FileReader::open_path(&path).await.unwrap().metadata().await.unwrap();
+    let mut first_row = 0;
+    for page in &metadata.columns[0].pages {
+        let rows = logical(&array.slice(first_row, page.num_rows as usize));
+        assert_eq!(page.null_count, Some(rows.null_count() as u64));
+        let (Some(StatValue::Utf8(min)), Some(StatValue::Utf8(max))) = (&page.min, &page.max) else {
+            panic!("bounds of a dictionary page of strings: {page:?}")
+        };
+        let strings = rows.as_string::<i32>();
+        for value in strings.iter().flatten() {
+            assert!(min.as_str() <= value && value <= max.as_str(), "{value:?} outside {min:?}..={max:?}");
+        }
+        first_row += page.num_rows as usize;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn statistics_can_be_turned_off() {
+    let mut rng = common::rng(42);
+    let table = statistics_table(&mut rng, 500);
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("no_statistics.leaf");
+    write_table(&path, &table, WriterOptions::default().with_page_size(300).with_statistics(false)).await;
+    let reader = FileReader::open_path(&path).await.unwrap();
+    for column in reader.metadata().await.unwrap().columns {
+        for page in &column.pages {
+            assert_eq!((&page.null_count, &page.min, &page.max), (&None, &None, &None), "{:?}", column.field);
+        }
+    }
+    assert!(
+        column_metadata(&std::fs::read(&path).unwrap()).iter().flat_map(|c| &c.pages).all(|p| p.statistics.is_none())
+    );
+    check_reads(&mut rng, &reader, &table, "without statistics").await;
+}
