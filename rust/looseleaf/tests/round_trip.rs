@@ -8,110 +8,25 @@
 
 mod common;
 use common::nz;
+use common::reads::{check_all_reads, round_trip_case};
 use looseleaf::ByteCount;
 use looseleaf::io::IoDepth;
 
 use std::sync::Arc;
 
-use arrow_array::{ArrayRef, Int64Array, NullArray, RecordBatch, RecordBatchOptions, UInt64Array};
+use arrow_array::{ArrayRef, Int64Array, NullArray, RecordBatch, RecordBatchOptions};
 use arrow_schema::{DataType, Field, Schema, SchemaRef};
-use arrow_select::take::take_record_batch;
 use common::{
     ColumnGen, ValueMode, all_flat_types, assert_batch_sizes, assert_batches_equal, random_array, random_schema,
-    random_table, read_to_end, runtime, split_randomly, with_random_settings, write_file,
+    random_table, read_to_end, runtime, split_randomly, write_file,
 };
 use looseleaf::{Error, FileReader, IoOptions};
 use proptest::prelude::*;
-use rand::Rng;
-use rand::rngs::StdRng;
-use rand::seq::SliceRandom;
 
-/// Reads `table`'s file every way and compares with `table`.
-async fn check_all_reads(rng: &mut StdRng, reader: &FileReader, table: &RecordBatch, batch_size: usize) {
-    let schema = table.schema();
-    let num_rows = table.num_rows();
-    assert_eq!(reader.schema(), &schema);
-    assert_eq!(reader.num_rows(), num_rows as u64);
-
-    // Full scan.
-    let read = with_random_settings(rng, reader.read().with_batch_size(nz(batch_size)));
-    let out = read_to_end(read).await.unwrap();
-    assert_eq!(out.schema, schema);
-    assert_batch_sizes(&out.batches, batch_size, num_rows, "full scan");
-    assert_batches_equal(&out.concat(), table, "full scan");
-
-    // Projection: a random subset of the columns in a random order.
-    let mut names: Vec<String> = schema.fields().iter().map(|f| f.name().clone()).collect();
-    names.shuffle(rng);
-    names.truncate(rng.random_range(0..=names.len()));
-    let indices: Vec<usize> = names.iter().map(|n| schema.index_of(n).unwrap()).collect();
-    let expected = table.project(&indices).unwrap();
-    let read = with_random_settings(rng, reader.read().with_columns(names.clone()).with_batch_size(nz(batch_size)));
-    let out = read_to_end(read).await.unwrap();
-    assert_batch_sizes(&out.batches, batch_size, num_rows, "projection");
-    assert_batches_equal(&out.concat(), &expected, &format!("projection {names:?}"));
-
-    // A row range.
-    let start = rng.random_range(0..=num_rows);
-    let end = rng.random_range(start..=num_rows);
-    let read = with_random_settings(
-        rng,
-        reader.read().with_row_range(start as u64..end as u64).with_batch_size(nz(batch_size)),
-    );
-    let out = read_to_end(read).await.unwrap();
-    assert_batch_sizes(&out.batches, batch_size, end - start, "row range");
-    assert_batches_equal(&out.concat(), &table.slice(start, end - start), &format!("rows {start}..{end}"));
-
-    // A row range of a projection.
-    let read = with_random_settings(
-        rng,
-        reader
-            .read()
-            .with_row_range(start as u64..end as u64)
-            .with_columns(names.clone())
-            .with_batch_size(nz(batch_size)),
-    );
-    let out = read_to_end(read).await.unwrap();
-    assert_batches_equal(
-        &out.concat(),
-        &expected.slice(start, end - start),
-        &format!("rows {start}..{end} of {names:?}"),
-    );
-
-    // Take: unsorted indices with repeats, all columns or the projection.
-    let mut indices: Vec<u64> = if num_rows == 0 {
-        vec![]
-    } else {
-        (0..rng.random_range(1..=40)).map(|_| rng.random_range(0..num_rows as u64)).collect()
-    };
-    if let Some(first) = indices.first().copied() {
-        indices.push(first);
-        indices.shuffle(rng);
-    }
-    let positions = UInt64Array::from(indices.clone());
-    let taken = reader.take(&indices, None).await.unwrap();
-    assert_batches_equal(&taken, &take_record_batch(table, &positions).unwrap(), &format!("take {indices:?}"));
-    let taken = reader.take(&indices, Some(&names)).await.unwrap();
-    assert_batches_equal(
-        &taken,
-        &take_record_batch(&expected, &positions).unwrap(),
-        &format!("take {indices:?} of {names:?}"),
-    );
-}
-
-fn round_trip_case(seed: u64, num_rows: usize, page_size: u64, max_input_batch: usize, batch_size: usize) {
-    let mut rng = common::rng(seed);
-    let schema = random_schema(&mut rng, 8);
-    let table = random_table(&mut rng, &schema, num_rows);
-    let inputs = split_randomly(&mut rng, &table, max_input_batch);
-    let dir = tempfile::tempdir().unwrap();
-    let path = dir.path().join("random.leaf");
-    runtime().block_on(async {
-        let finished = write_file(&path, &schema, &inputs, page_size).await;
-        assert_eq!(finished.num_rows, num_rows as u64);
-        assert_eq!(finished.num_bytes, std::fs::metadata(&path).unwrap().len());
-        let reader = FileReader::open_path(&path).await.unwrap();
-        check_all_reads(&mut rng, &reader, &table, batch_size).await;
+fn flat_case(seed: u64, num_rows: usize, page_size: u64, max_input_batch: usize, batch_size: usize) {
+    round_trip_case(seed, num_rows, page_size, max_input_batch, batch_size, |rng, num_rows| {
+        let schema = random_schema(rng, 8);
+        random_table(rng, &schema, num_rows)
     });
 }
 
@@ -126,7 +41,7 @@ proptest! {
         max_input_batch in prop_oneof![1usize..=3, 4usize..=300, 301usize..=4000],
         batch_size in prop_oneof![1usize..=3, 4usize..=500, 501usize..=5000],
     ) {
-        round_trip_case(seed, num_rows, page_size, max_input_batch, batch_size);
+        flat_case(seed, num_rows, page_size, max_input_batch, batch_size);
     }
 }
 

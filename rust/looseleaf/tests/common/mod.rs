@@ -11,6 +11,7 @@
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 pub mod alloc;
+pub mod reads;
 
 use std::collections::HashMap;
 use std::ops::Range;
