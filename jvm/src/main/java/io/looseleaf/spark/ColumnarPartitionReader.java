@@ -1,0 +1,132 @@
+package io.looseleaf.spark;
+
+import java.io.IOException;
+import java.io.UncheckedIOException;
+import java.nio.ByteBuffer;
+import org.apache.arrow.flatbuf.Message;
+import org.apache.arrow.flatbuf.RecordBatch;
+import org.apache.arrow.memory.ArrowBuf;
+import org.apache.arrow.memory.BufferAllocator;
+import org.apache.arrow.memory.ForeignAllocation;
+import org.apache.arrow.memory.RootAllocator;
+import org.apache.arrow.vector.VectorLoader;
+import org.apache.arrow.vector.VectorSchemaRoot;
+import org.apache.arrow.vector.ipc.message.ArrowRecordBatch;
+import org.apache.arrow.vector.ipc.message.MessageSerializer;
+import org.apache.arrow.vector.types.pojo.Schema;
+import org.apache.spark.sql.connector.read.PartitionReader;
+import org.apache.spark.sql.vectorized.ArrowColumnVector;
+import org.apache.spark.sql.vectorized.ColumnVector;
+import org.apache.spark.sql.vectorized.ColumnarBatch;
+
+/**
+ * Reads one {@link FileRange} as columnar batches whose Arrow buffers are the native decoder's
+ * output: each batch's IPC body stays in native memory, wrapped in one {@link ArrowBuf} whose
+ * release frees it ({@link NativeReader#freeBatch}). A batch stays valid until the next call to
+ * {@link #next} (Spark's contract), which closes its vectors and so releases its body;
+ * {@link #close} releases the last one. The reader's own allocator is closed last, so a leaked
+ * buffer fails the task instead of growing the JVM's native memory.
+ */
+final class ColumnarPartitionReader implements PartitionReader<ColumnarBatch> {
+  private final FileRange range;
+  private final LooseleafFile file;
+  private final BufferAllocator allocator;
+  private long scan;
+  private Schema schema;
+  private VectorSchemaRoot root;
+  private ColumnarBatch batch;
+
+  ColumnarPartitionReader(FileRange range) {
+    this.range = range;
+    this.file = new LooseleafFile(range.file, range.storageOptions);
+    this.allocator = new RootAllocator();
+    try {
+      this.scan =
+          NativeReader.scan(
+              file.handle(), LooseleafFile.columnsRequest(range.columns), range.start, range.end, range.batchSize);
+    } catch (RuntimeException e) {
+      close();
+      throw e;
+    }
+  }
+
+  @Override
+  public boolean next() {
+    long handle = NativeReader.next(scan);
+    if (handle == 0) {
+      return false;
+    }
+    ArrowBuf body;
+    RecordBatch header;
+    try {
+      byte[] headerBytes = NativeReader.batchHeader(handle);
+      long address = NativeReader.batchBodyAddress(handle);
+      long length = NativeReader.batchBodyLength(handle);
+      header = (RecordBatch) Message.getRootAsMessage(ByteBuffer.wrap(headerBytes)).header(new RecordBatch());
+      body = allocator.wrapForeignAllocation(new NativeBody(handle, address, length));
+    } catch (RuntimeException e) {
+      NativeReader.freeBatch(handle);
+      throw e;
+    }
+    // deserializeRecordBatch takes over the reader's reference to the body (it releases it once
+    // the batch's buffers hold theirs).
+    try (ArrowRecordBatch arrow = MessageSerializer.deserializeRecordBatch(header, body)) {
+      // A root per batch: Spark may close a batch's vectors (which drops a struct's children),
+      // so vectors are never reused; closing the previous root releases its native body.
+      if (schema == null) {
+        schema = LooseleafFile.schemaOf(NativeReader.scanSchema(scan));
+      }
+      closeRoot();
+      root = VectorSchemaRoot.create(schema, allocator);
+      new VectorLoader(root).load(arrow);
+      ColumnVector[] vectors = new ColumnVector[root.getFieldVectors().size()];
+      for (int i = 0; i < vectors.length; i++) {
+        vectors[i] = new ArrowColumnVector(root.getVector(i));
+      }
+      batch = new ColumnarBatch(vectors);
+    } catch (IOException e) {
+      throw new UncheckedIOException(range.file + ": a batch the JVM cannot read", e);
+    }
+    batch.setNumRows(root.getRowCount());
+    return true;
+  }
+
+  private void closeRoot() {
+    if (root != null) {
+      root.close();
+      root = null;
+    }
+  }
+
+  @Override
+  public ColumnarBatch get() {
+    return batch;
+  }
+
+  @Override
+  public void close() {
+    closeRoot();
+    if (scan != 0) {
+      long s = scan;
+      scan = 0;
+      NativeReader.closeScan(s);
+    }
+    file.close();
+    allocator.close();
+  }
+
+  /** A batch body in native memory, freed when its last Arrow reference is released. */
+  private static final class NativeBody extends ForeignAllocation {
+    private final long handle;
+
+    NativeBody(long handle, long address, long length) {
+      super(length, address);
+      this.handle = handle;
+    }
+
+    @Override
+    protected void release0() {
+      NativeReader.freeBatch(handle);
+    }
+  }
+}

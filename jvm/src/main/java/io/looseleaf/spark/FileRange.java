@@ -1,0 +1,24 @@
+package io.looseleaf.spark;
+
+import java.util.List;
+import java.util.Map;
+import org.apache.spark.sql.connector.read.InputPartition;
+
+/** Rows {@code start..end} of one file, with the columns to read ({@code null}: all). */
+final class FileRange implements InputPartition {
+  final String file;
+  final Map<String, String> storageOptions;
+  final List<String> columns;
+  final long start;
+  final long end;
+  final int batchSize;
+
+  FileRange(String file, Map<String, String> storageOptions, List<String> columns, long start, long end, int batchSize) {
+    this.file = file;
+    this.storageOptions = storageOptions;
+    this.columns = columns;
+    this.start = start;
+    this.end = end;
+    this.batchSize = batchSize;
+  }
+}

@@ -1,0 +1,115 @@
+package io.looseleaf.spark;
+
+import java.util.ArrayList;
+import java.util.List;
+import java.util.OptionalLong;
+import org.apache.spark.sql.connector.read.Batch;
+import org.apache.spark.sql.connector.read.InputPartition;
+import org.apache.spark.sql.connector.read.PartitionReader;
+import org.apache.spark.sql.connector.read.PartitionReaderFactory;
+import org.apache.spark.sql.connector.read.Statistics;
+import org.apache.spark.sql.connector.read.SupportsReportStatistics;
+import org.apache.spark.sql.catalyst.InternalRow;
+import org.apache.spark.sql.types.StructType;
+import org.apache.spark.sql.vectorized.ColumnarBatch;
+
+/**
+ * A columnar scan of the projected columns. Partitions are row ranges of files, each about
+ * {@code maxPartitionBytes} of projected data (from the file's I/O plan), so one large file
+ * feeds many tasks.
+ */
+final class LooseleafScan implements SupportsReportStatistics, Batch {
+  private final Dataset dataset;
+  private final List<String> columns;
+  private final StructType readSchema;
+  private long rows = -1;
+  private long bytes;
+
+  LooseleafScan(Dataset dataset, List<String> columns, StructType readSchema) {
+    this.dataset = dataset;
+    this.columns = columns;
+    this.readSchema = readSchema;
+  }
+
+  @Override
+  public StructType readSchema() {
+    return readSchema;
+  }
+
+  @Override
+  public String description() {
+    return "looseleaf " + dataset.files.size() + " file(s), columns " + (columns == null ? "all" : columns);
+  }
+
+  @Override
+  public Batch toBatch() {
+    return this;
+  }
+
+  @Override
+  public InputPartition[] planInputPartitions() {
+    List<InputPartition> partitions = new ArrayList<>();
+    long totalRows = 0;
+    long totalBytes = 0;
+    for (String path : dataset.files) {
+      try (LooseleafFile file = dataset.open(path)) {
+        long numRows = file.numRows();
+        long projected = file.projectedBytes(columns);
+        totalRows += numRows;
+        totalBytes += projected;
+        long ranges = Math.max(1, Math.min(numRows, (projected + dataset.maxPartitionBytes - 1) / dataset.maxPartitionBytes));
+        for (long i = 0; i < ranges; i++) {
+          long start = numRows * i / ranges;
+          long end = numRows * (i + 1) / ranges;
+          partitions.add(new FileRange(path, dataset.storageOptions, columns, start, end, dataset.batchSize));
+        }
+      }
+    }
+    rows = totalRows;
+    bytes = totalBytes;
+    return partitions.toArray(new InputPartition[0]);
+  }
+
+  @Override
+  public PartitionReaderFactory createReaderFactory() {
+    return new ReaderFactory();
+  }
+
+  @Override
+  public Statistics estimateStatistics() {
+    if (rows < 0) {
+      planInputPartitions();
+    }
+    long r = rows;
+    long b = bytes;
+    return new Statistics() {
+      @Override
+      public OptionalLong sizeInBytes() {
+        return OptionalLong.of(b);
+      }
+
+      @Override
+      public OptionalLong numRows() {
+        return OptionalLong.of(r);
+      }
+    };
+  }
+
+  /** Columnar readers only. */
+  static final class ReaderFactory implements PartitionReaderFactory {
+    @Override
+    public boolean supportColumnarReads(InputPartition partition) {
+      return true;
+    }
+
+    @Override
+    public PartitionReader<InternalRow> createReader(InputPartition partition) {
+      throw new UnsupportedOperationException("looseleaf reads columnar batches");
+    }
+
+    @Override
+    public PartitionReader<ColumnarBatch> createColumnarReader(InputPartition partition) {
+      return new ColumnarPartitionReader((FileRange) partition);
+    }
+  }
+}

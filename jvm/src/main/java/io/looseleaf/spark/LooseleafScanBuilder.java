@@ -1,0 +1,97 @@
+package io.looseleaf.spark;
+
+import java.util.ArrayList;
+import java.util.List;
+import org.apache.spark.sql.connector.expressions.aggregate.AggregateFunc;
+import org.apache.spark.sql.connector.expressions.aggregate.Aggregation;
+import org.apache.spark.sql.connector.expressions.aggregate.CountStar;
+import org.apache.spark.sql.connector.read.Scan;
+import org.apache.spark.sql.connector.read.SupportsPushDownAggregates;
+import org.apache.spark.sql.connector.read.SupportsPushDownRequiredColumns;
+import org.apache.spark.sql.types.DataType;
+import org.apache.spark.sql.types.StructField;
+import org.apache.spark.sql.types.StructType;
+
+/**
+ * Pushes down column pruning (top-level columns and fields of structs, as dotted paths the core
+ * reads alone) and {@code COUNT(*)} without grouping (answered from the files' row counts).
+ */
+final class LooseleafScanBuilder implements SupportsPushDownRequiredColumns, SupportsPushDownAggregates {
+  private final Dataset dataset;
+  private List<String> columns;
+  private StructType readSchema;
+  private int countStars = -1;
+
+  LooseleafScanBuilder(Dataset dataset) {
+    this.dataset = dataset;
+    this.readSchema = dataset.sparkSchema();
+  }
+
+  @Override
+  public void pruneColumns(StructType required) {
+    StructType full = dataset.sparkSchema();
+    List<String> paths = new ArrayList<>();
+    List<StructField> fields = new ArrayList<>();
+    for (StructField field : required.fields()) {
+      StructField original = full.apply(field.name());
+      fields.add(prune(original, field.dataType(), original.name(), paths));
+    }
+    columns = paths;
+    readSchema = new StructType(fields.toArray(new StructField[0]));
+  }
+
+  /** The field read for {@code original} when Spark requires {@code required} of it. */
+  private static StructField prune(StructField original, DataType required, String path, List<String> paths) {
+    if (required.sameType(original.dataType())
+        || !(required instanceof StructType)
+        || !(original.dataType() instanceof StructType)) {
+      paths.add(path);
+      return original;
+    }
+    StructType wanted = (StructType) required;
+    StructType have = (StructType) original.dataType();
+    List<StructField> children = new ArrayList<>();
+    // The core returns a struct's children in the file's order, as Spark prunes them.
+    for (StructField child : have.fields()) {
+      if (wanted.getFieldIndex(child.name()).isDefined()) {
+        children.add(prune(child, wanted.apply(child.name()).dataType(), path + "." + child.name(), paths));
+      }
+    }
+    return new StructField(
+        original.name(), new StructType(children.toArray(new StructField[0])), original.nullable(), original.metadata());
+  }
+
+  @Override
+  public boolean supportCompletePushDown(Aggregation aggregation) {
+    return onlyCountStar(aggregation);
+  }
+
+  @Override
+  public boolean pushAggregation(Aggregation aggregation) {
+    if (!onlyCountStar(aggregation)) {
+      return false;
+    }
+    countStars = aggregation.aggregateExpressions().length;
+    return true;
+  }
+
+  private static boolean onlyCountStar(Aggregation aggregation) {
+    if (aggregation.groupByExpressions().length != 0) {
+      return false;
+    }
+    for (AggregateFunc f : aggregation.aggregateExpressions()) {
+      if (!(f instanceof CountStar)) {
+        return false;
+      }
+    }
+    return true;
+  }
+
+  @Override
+  public Scan build() {
+    if (countStars >= 0) {
+      return new CountScan(dataset, countStars);
+    }
+    return new LooseleafScan(dataset, columns, readSchema);
+  }
+}

@@ -1,0 +1,74 @@
+package io.looseleaf.spark;
+
+import org.apache.spark.SparkEnv;
+
+/**
+ * The native methods of {@code rust/looseleaf-jni}. Handles are owned by the wrappers
+ * ({@link LooseleafFile}, {@link ColumnarPartitionReader}), which destroy each exactly once.
+ * Every method throws {@link LooseleafException} on failure (never crashes the JVM: the native
+ * side catches its panics).
+ *
+ * <p>Requests are UTF-8 text, one item per line: {@code open} takes the location then {@code
+ * key=value} storage options; column lists are one column (a dotted path) per line, {@code null}
+ * meaning every column.
+ */
+final class NativeReader {
+  /** System property, environment variable or Spark setting naming the native library. */
+  static final String LIBRARY_PROPERTY = "looseleaf.native.library";
+
+  static final String LIBRARY_ENV = "LOOSELEAF_NATIVE_LIBRARY";
+  static final String LIBRARY_CONF = "spark.looseleaf.nativeLibrary";
+
+  private NativeReader() {}
+
+  private static volatile boolean loaded;
+
+  /** Loads the native library once per JVM, from the first place that names it. */
+  static synchronized void load() {
+    if (loaded) {
+      return;
+    }
+    String path = System.getProperty(LIBRARY_PROPERTY);
+    if (path == null) {
+      path = System.getenv(LIBRARY_ENV);
+    }
+    if (path == null && SparkEnv.get() != null) {
+      path = SparkEnv.get().conf().get(LIBRARY_CONF, null);
+    }
+    if (path != null) {
+      System.load(path);
+    } else {
+      System.loadLibrary("looseleaf_jni");
+    }
+    loaded = true;
+  }
+
+  static native long open(byte[] request);
+
+  static native void close(long reader);
+
+  static native long numRows(long reader);
+
+  static native byte[] schema(long reader);
+
+  static native long projectedBytes(long reader, byte[] columns);
+
+  static native long scan(long reader, byte[] columns, long start, long end, int batchSize);
+
+  static native long next(long scan);
+
+  /** The Arrow schema of a scan's batches, as an IPC schema message. */
+  static native byte[] scanSchema(long scan);
+
+  static native void closeScan(long scan);
+
+  static native byte[] batchHeader(long batch);
+
+  static native long batchBodyAddress(long batch);
+
+  static native long batchBodyLength(long batch);
+
+  static native void freeBatch(long batch);
+
+  static native long liveBatchBytes();
+}

@@ -1,0 +1,212 @@
+//! The Rust objects behind the JVM's `long` handles: an open file, a running scan, an encoded
+//! batch; and the one tokio runtime they run on.
+
+use std::num::NonZeroUsize;
+use std::ops::Range;
+use std::sync::OnceLock;
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+use arrow_array::RecordBatch;
+use arrow_ipc::writer::{DictionaryTracker, IpcDataGenerator, IpcWriteContext, IpcWriteOptions};
+use futures::StreamExt;
+use looseleaf::{FileReader, Location, RecordBatchStream, StorageOptions};
+
+use crate::policy::Failure;
+use crate::spark_types;
+
+/// Bytes of [`Batch`] bodies alive in this process.
+static LIVE_BATCH_BYTES: AtomicUsize = AtomicUsize::new(0);
+
+/// Bytes of batch bodies allocated and not yet freed.
+pub fn live_batch_bytes() -> usize {
+    LIVE_BATCH_BYTES.load(Ordering::Relaxed)
+}
+
+/// The process's runtime, shared by every reader: Spark runs a task per core, each blocking its
+/// own JVM thread on it while the runtime's workers do the I/O and decoding.
+fn runtime() -> Result<&'static tokio::runtime::Runtime, Failure> {
+    static RUNTIME: OnceLock<Result<tokio::runtime::Runtime, String>> = OnceLock::new();
+    RUNTIME
+        .get_or_init(|| {
+            tokio::runtime::Builder::new_multi_thread()
+                .enable_all()
+                .thread_name("looseleaf")
+                .build()
+                .map_err(|e| e.to_string())
+        })
+        .as_ref()
+        .map_err(|e| Failure::new(format!("cannot start the I/O runtime: {e}")))
+}
+
+/// Moves `value` to the heap and returns its address as a handle.
+pub fn into_handle<T>(value: T) -> i64 {
+    Box::into_raw(Box::new(value)) as i64
+}
+
+fn pointer<T>(handle: i64) -> Result<*mut T, Failure> {
+    if handle == 0 {
+        return Err(Failure::new(format!("a null {} handle", std::any::type_name::<T>())));
+    }
+    Ok(handle as *mut T)
+}
+
+/// Takes back the value behind `handle`.
+///
+/// # Safety
+/// `handle` came from [`into_handle`] with the same `T` and is not used again.
+pub unsafe fn from_handle<T>(handle: i64) -> Result<Box<T>, Failure> {
+    // SAFETY: the caller's contract.
+    Ok(unsafe { Box::from_raw(pointer::<T>(handle)?) })
+}
+
+/// Borrows the value behind `handle`.
+///
+/// # Safety
+/// `handle` came from [`into_handle`] with the same `T` and is still live.
+pub unsafe fn borrow<'a, T>(handle: i64) -> Result<&'a T, Failure> {
+    // SAFETY: the caller's contract.
+    Ok(unsafe { &*pointer::<T>(handle)? })
+}
+
+/// Borrows the value behind `handle` mutably.
+///
+/// # Safety
+/// As [`borrow`], and no other borrow of it is alive (one Java thread uses it at a time).
+pub unsafe fn borrow_mut<'a, T>(handle: i64) -> Result<&'a mut T, Failure> {
+    // SAFETY: the caller's contract.
+    Ok(unsafe { &mut *pointer::<T>(handle)? })
+}
+
+/// An open file.
+pub struct Reader {
+    reader: FileReader,
+    /// The Arrow schema Spark reads, as an IPC schema message.
+    schema_message: Result<Vec<u8>, String>,
+}
+
+impl Reader {
+    /// Opens `location` with `options` (`key=value` lines).
+    pub fn open(location: &str, options: &[String]) -> Result<Self, Failure> {
+        let options: StorageOptions = options
+            .iter()
+            .map(|line| line.split_once('=').ok_or_else(|| Failure::new("a storage option without '='")))
+            .collect::<Result<_, _>>()?;
+        let location = Location::parse(location)?;
+        let reader = runtime()?.block_on(location.open(&options))?;
+        let schema_message = spark_types::check_schema(reader.schema())
+            .map(|()| {
+                IpcDataGenerator::default()
+                    .schema_to_bytes_with_dictionary_tracker(
+                        reader.schema(),
+                        &mut DictionaryTracker::new(false),
+                        &IpcWriteOptions::default(),
+                    )
+                    .ipc_message
+            })
+            .map_err(|e| format!("{}: {e}", reader.location()));
+        Ok(Self { reader, schema_message })
+    }
+
+    /// Rows in the file.
+    pub fn num_rows(&self) -> u64 {
+        self.reader.num_rows()
+    }
+
+    /// The schema message, or why Spark cannot read the file.
+    pub fn schema_message(&self) -> Result<Vec<u8>, Failure> {
+        self.schema_message.clone().map_err(Failure::new)
+    }
+
+    /// Bytes a read of `columns` fetches.
+    pub fn projected_bytes(&self, columns: Option<Vec<String>>) -> Result<u64, Failure> {
+        let read = match columns {
+            Some(columns) => self.reader.read().with_columns(columns),
+            None => self.reader.read(),
+        };
+        Ok(runtime()?.block_on(read.plan())?.total().bytes)
+    }
+
+    /// Starts a read.
+    pub fn scan(
+        &self,
+        columns: Option<Vec<String>>,
+        rows: Range<u64>,
+        batch_size: NonZeroUsize,
+    ) -> Result<Scan, Failure> {
+        self.schema_message()?;
+        let read = self.reader.read().with_row_range(rows).with_batch_size(batch_size);
+        let read = match columns {
+            Some(columns) => read.with_columns(columns),
+            None => read,
+        };
+        let stream = runtime()?.block_on(read.stream())?;
+        let schema_message = IpcDataGenerator::default()
+            .schema_to_bytes_with_dictionary_tracker(
+                stream.schema(),
+                &mut DictionaryTracker::new(false),
+                &IpcWriteOptions::default(),
+            )
+            .ipc_message;
+        Ok(Scan {
+            stream,
+            schema_message,
+            generator: IpcDataGenerator::default(),
+            dictionaries: DictionaryTracker::new(false),
+            options: IpcWriteOptions::default(),
+            context: IpcWriteContext::default(),
+        })
+    }
+}
+
+/// A running read, encoding each batch as an IPC message.
+pub struct Scan {
+    stream: RecordBatchStream,
+    /// The schema of the batches, as an IPC schema message.
+    pub schema_message: Vec<u8>,
+    generator: IpcDataGenerator,
+    dictionaries: DictionaryTracker,
+    options: IpcWriteOptions,
+    context: IpcWriteContext,
+}
+
+impl Scan {
+    /// The next batch, `None` at the end.
+    pub fn next(&mut self) -> Result<Option<Batch>, Failure> {
+        let Some(batch) = runtime()?.block_on(self.stream.next()).transpose()? else {
+            return Ok(None);
+        };
+        self.encode(&batch).map(Some)
+    }
+
+    fn encode(&mut self, batch: &RecordBatch) -> Result<Batch, Failure> {
+        let (dictionaries, encoded) = self
+            .generator
+            .encode(batch, &mut self.dictionaries, &self.options, &mut self.context)
+            .map_err(|e| Failure::new(format!("encoding a batch for the JVM: {e}")))?;
+        if !dictionaries.is_empty() {
+            return Err(Failure::new("dictionary-encoded batches do not cross to the JVM"));
+        }
+        Ok(Batch::new(encoded.ipc_message, encoded.arrow_data))
+    }
+}
+
+/// One encoded batch: an IPC `RecordBatch` message header and its body.
+pub struct Batch {
+    /// The flatbuffer `Message`.
+    pub header: Vec<u8>,
+    /// The body the message's buffers point into.
+    pub body: Vec<u8>,
+}
+
+impl Batch {
+    fn new(header: Vec<u8>, body: Vec<u8>) -> Self {
+        LIVE_BATCH_BYTES.fetch_add(body.len(), Ordering::Relaxed);
+        Self { header, body }
+    }
+}
+
+impl Drop for Batch {
+    fn drop(&mut self) {
+        LIVE_BATCH_BYTES.fetch_sub(self.body.len(), Ordering::Relaxed);
+    }
+}
