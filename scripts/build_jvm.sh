@@ -2,20 +2,21 @@
 # Builds the JVM Spark connector: the JNI library (rust/looseleaf-jni) and the jar (jvm/),
 # compiled with javac against the jars of the installed pyspark (no Java registry needed).
 #
-#   scripts/build_jvm.sh [--debug] [OUT_DIR]     # default: target/jvm (release build)
+#   scripts/build_jvm.sh [--debug] [OUT_DIR]   # default: $LOOSELEAF_JVM_DIR or ~/.cache/looseleaf/jvm
 #
 # Writes OUT_DIR/looseleaf-spark.jar and OUT_DIR/liblooseleaf_jni.so; a session uses them
-# through looseleaf.spark.configure(builder, jvm_dir=OUT_DIR).
+# through looseleaf.spark.configure(builder, OUT_DIR) (OUT_DIR may be left out if default).
 set -euo pipefail
-cd "$(dirname "$0")/.."
 
 profile=release
 if [ "${1:-}" = "--debug" ]; then
     profile=debug
     shift
 fi
-out="${1:-target/jvm}"
+out="${1:-${LOOSELEAF_JVM_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/looseleaf/jvm}}"
 mkdir -p "$out"
+out="$(cd "$out" && pwd)"
+cd "$(dirname "$0")/.."
 
 if [ "$profile" = release ]; then
     cargo build --locked --release -p looseleaf-jni

@@ -10,7 +10,6 @@ from __future__ import annotations
 import datetime
 import os
 import random
-import shutil
 import struct
 import subprocess
 import sys
@@ -28,58 +27,6 @@ import looseleaf.spark as ls
 from looseleaf.spark._dataset import FileInfo, PartitionOptions, list_files, plan_partitions, schema_file
 from looseleaf.spark._filters import ColumnPredicate, FilterPlan, to_predicate
 from strategies import nested_tables, random_nested_array, random_nested_type
-
-
-def _java_problem() -> str | None:
-    java = (
-        shutil.which("java", path=os.path.join(os.environ["JAVA_HOME"], "bin"))
-        if "JAVA_HOME" in os.environ
-        else None
-    )
-    java = java or shutil.which("java")
-    if java is None:
-        return "Java is not installed (no java on PATH or in JAVA_HOME): the Spark tests need a JVM"
-    try:
-        subprocess.run([java, "-version"], check=True, capture_output=True, timeout=60)
-    except (OSError, subprocess.SubprocessError) as e:
-        return f"{java} -version failed: {e}"
-    return None
-
-
-@pytest.fixture(scope="session")
-def spark():
-    problem = _java_problem()
-    if problem is not None:
-        print(f"skipping the Spark tests: {problem}", file=sys.stderr)
-        pytest.skip(problem)
-    from pyspark.sql import SparkSession
-
-    env = {
-        "SPARK_LOCAL_IP": "127.0.0.1",
-        "PYSPARK_PYTHON": sys.executable,
-        "PYSPARK_DRIVER_PYTHON": sys.executable,
-    }
-    saved = {k: os.environ.get(k) for k in env}
-    os.environ.update(env)
-    session = (
-        SparkSession.builder.master("local[2]")
-        .appName("looseleaf-tests")
-        .config("spark.ui.enabled", "false")
-        .config("spark.driver.bindAddress", "127.0.0.1")
-        .config("spark.sql.shuffle.partitions", "2")
-        .config("spark.sql.session.timeZone", "UTC")
-        .config("spark.python.worker.reuse", "true")
-        .getOrCreate()
-    )
-    session.sparkContext.setLogLevel("OFF")
-    ls.register(session)
-    yield session
-    session.stop()
-    for k, v in saved.items():
-        if v is None:
-            os.environ.pop(k, None)
-        else:
-            os.environ[k] = v
 
 
 def _read(spark, path, **options):

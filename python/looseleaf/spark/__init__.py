@@ -34,6 +34,7 @@ from ._datasource import (
 )
 from ._datasource import plan_read as _plan_read
 from ._filters import ColumnPredicate
+from ._jvm import JVM_FORMAT, configure, jvm_enabled
 from ._map_in_arrow import (
     RANGE_SCHEMA,
     WRITE_RESULT_SCHEMA,
@@ -104,6 +105,7 @@ def plan_read(path: str, **options: Any) -> ReadPlan:
 
 
 __all__ = [
+    "JVM_FORMAT",
     "NAME",
     "RANGE_SCHEMA",
     "SUPPORTS_FILTER_PUSHDOWN",
@@ -119,6 +121,8 @@ __all__ = [
     "arrow_to_spark_schema",
     "arrow_to_spark_type",
     "cast_batch",
+    "configure",
+    "jvm_enabled",
     "list_ranges",
     "plan_read",
     "read_ranges",

@@ -9,8 +9,10 @@ import org.apache.spark.sql.types.StructType;
 import org.apache.spark.sql.util.CaseInsensitiveStringMap;
 
 /**
- * The {@code looseleaf} data source on the JVM: {@code spark.read.format("looseleaf").load(path)}
- * reads through the Rust core over JNI and hands Spark columnar batches.
+ * The JVM read path: {@code spark.read.format("looseleaf-jvm").load(path)} reads through the
+ * Rust core over JNI and hands Spark columnar batches. The short name {@code looseleaf} stays
+ * with the Python data source (reads and writes): Spark refuses a name that both a JVM and a
+ * Python source answer to, and writes have no JVM path yet.
  *
  * <p>Options: {@code path} (a file, any location the core parses, or a local directory of
  * {@code *.leaf} files), {@code storage.KEY} (storage options), {@code batchSize} (rows per
@@ -20,7 +22,13 @@ import org.apache.spark.sql.util.CaseInsensitiveStringMap;
 public final class LooseleafDataSource implements TableProvider, DataSourceRegister {
   @Override
   public String shortName() {
-    return "looseleaf";
+    return "looseleaf-jvm";
+  }
+
+  /** Bytes of batch bodies handed to the JVM and not yet released, in this process. */
+  public static long liveNativeBytes() {
+    NativeReader.load();
+    return NativeReader.liveBatchBytes();
   }
 
   @Override
