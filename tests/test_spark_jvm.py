@@ -193,3 +193,19 @@ def test_repeated_reads_leave_no_native_memory(jvm, tmp_path):
         # A read stopped early (limit) releases its batches too.
         assert len(_read(jvm, path, batchSize=100).limit(3).collect()) == 3
     assert _live_native_bytes(jvm) == 0
+
+
+def test_directories_written_by_spark_show_their_committed_files(jvm, tmp_path):
+    target = str(tmp_path / "committed")
+    first = jvm.range(0, 1000).selectExpr("id", "cast(id as string) as s")
+    first.write.format("looseleaf").mode("overwrite").save(target)
+    first.write.format("looseleaf").mode("overwrite").save(target)  # replaces the first
+    jvm.range(1000, 1500).selectExpr("id", "cast(id as string) as s").write.format("looseleaf").mode(
+        "append"
+    ).save(target)
+    (tmp_path / "committed" / "part-99999-never-committed.leaf").write_bytes(b"left by a failed job")
+    got = _read(jvm, target)
+    assert sorted(r["id"] for r in got.collect()) == list(range(1500))
+    assert got.groupBy().count().collect()[0][0] == 1500
+    with pytest.raises(Exception, match="no looseleaf files"):
+        _read(jvm, tmp_path / "nothing-here").collect()

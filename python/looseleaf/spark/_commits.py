@@ -25,7 +25,7 @@ import time
 import uuid
 from dataclasses import dataclass
 
-from ..exceptions import CorruptFileError
+from .. import _looseleaf
 from ._storage import Storage
 
 COMMITS_DIR = "_commits"
@@ -60,16 +60,6 @@ class Commit:
             }
         ).encode()
 
-    @classmethod
-    def from_json(cls, location: str, data: bytes) -> Commit:
-        try:
-            value = json.loads(data)
-            if value.get("version") != FORMAT_VERSION or value.get("mode") not in ("append", "overwrite"):
-                raise ValueError(f"version {value.get('version')!r}, mode {value.get('mode')!r}")
-            return cls(value["job"], value["mode"], tuple(value["files"]), value["schema"])
-        except (ValueError, KeyError, TypeError) as e:
-            raise CorruptFileError(f"{location}: not a looseleaf commit ({e})") from None
-
 
 @dataclass(frozen=True)
 class CommitLog:
@@ -91,16 +81,14 @@ class CommitLog:
 
 
 def read_log(directory: str, storage: Storage) -> CommitLog | None:
-    """The commit log of ``directory``, or ``None`` if it has none."""
-    entries = storage.list(storage.join(directory, COMMITS_DIR))
-    commits = [
-        Commit.from_json(location, storage.read_bytes(location))
-        for location, _ in entries
-        if location.endswith(".json")
-    ]
-    if not commits:
+    """The commit log of ``directory``, or ``None`` if it has none (read and checked by the
+    core, ``looseleaf::dataset::CommitLog``, which the JVM connector reads too)."""
+    commits = _looseleaf.read_commit_log(directory, storage_options=storage.options)
+    if commits is None:
         return None
-    return CommitLog(directory, tuple(sorted(commits, key=lambda c: c.job)))
+    return CommitLog(
+        directory, tuple(Commit(job, mode, tuple(files), schema) for job, mode, files, schema in commits)
+    )
 
 
 def start_log(directory: str, storage: Storage, schema_data: bytes, legacy: list[str]) -> CommitLog:

@@ -31,6 +31,7 @@ from typing import TypeVar
 
 import pyarrow as pa
 
+from .. import _looseleaf
 from ..exceptions import LooseleafError, NotFoundError
 from ..reader import FileReader
 from ..reader import open as open_file
@@ -104,20 +105,10 @@ def list_files(paths: Sequence[str], *, recursive: bool = False, storage: Storag
 
 
 def directory_files(directory: str, recursive: bool, storage: Storage) -> tuple[list[str], bool]:
-    """The data files a reader sees in ``directory``, and whether it exists at all."""
-    log = read_log(directory, storage)
-    if log is not None:
-        return log.files(storage), True
-    listed = storage.list(directory, recursive=recursive)
-    if not listed:
-        return [], storage.exists(directory)
-    separator = "/" if is_remote(directory) else os.sep
-    files = []
-    for location, _ in listed:
-        relative = location[len(directory) :].lstrip(separator).split(separator)
-        if location.endswith(DATA_SUFFIX) and not any(is_hidden(part) for part in relative):
-            files.append(location)
-    return files, True
+    """The data files a reader sees in ``directory`` (chosen by the core,
+    ``looseleaf::dataset::directory_files``), and whether it exists at all."""
+    files = _looseleaf.dataset_files(directory, storage_options=storage.options, recursive=recursive)
+    return files, bool(files) or storage.exists(directory)
 
 
 def _glob_files(pattern: str, recursive: bool, storage: Storage) -> list[str]:

@@ -77,6 +77,27 @@ pub unsafe fn borrow_mut<'a, T>(handle: i64) -> Result<&'a mut T, Failure> {
     Ok(unsafe { &mut *pointer::<T>(handle)? })
 }
 
+/// Storage options from `key=value` lines.
+fn storage_options(lines: &[String]) -> Result<StorageOptions, Failure> {
+    lines.iter().map(|line| line.split_once('=').ok_or_else(|| Failure::new("a storage option without '='"))).collect()
+}
+
+/// The data files `location` names: itself if it is an existing `.leaf` object, else the
+/// dataset directory's files; an error if it names nothing.
+pub fn dataset_files(location: &str, options: &[String]) -> Result<Vec<String>, Failure> {
+    let options = storage_options(options)?;
+    let parsed = Location::parse(location)?;
+    let runtime = runtime()?;
+    if location.ends_with(looseleaf::dataset::DATA_SUFFIX) && runtime.block_on(parsed.exists(&options))? {
+        return Ok(vec![location.to_owned()]);
+    }
+    let files = runtime.block_on(looseleaf::dataset::directory_files(&parsed, &options, false))?;
+    if files.is_empty() {
+        return Err(Failure::new(format!("{location}: no looseleaf files there")));
+    }
+    Ok(files)
+}
+
 /// An open file.
 pub struct Reader {
     reader: FileReader,
@@ -87,10 +108,7 @@ pub struct Reader {
 impl Reader {
     /// Opens `location` with `options` (`key=value` lines).
     pub fn open(location: &str, options: &[String]) -> Result<Self, Failure> {
-        let options: StorageOptions = options
-            .iter()
-            .map(|line| line.split_once('=').ok_or_else(|| Failure::new("a storage option without '='")))
-            .collect::<Result<_, _>>()?;
+        let options = storage_options(options)?;
         let location = Location::parse(location)?;
         let reader = runtime()?.block_on(location.open(&options))?;
         let schema_message = spark_types::check_schema(reader.schema())

@@ -50,6 +50,24 @@ pub extern "system" fn Java_io_looseleaf_spark_NativeReader_open<'local>(
     .resolve::<ThrowLooseleafException>()
 }
 
+/// The data files a path names: itself if it is a `.leaf` file, else the files a reader sees
+/// in it as a dataset directory (`looseleaf::dataset::directory_files`), `\n`-separated.
+/// `request` is as for `open`.
+#[unsafe(no_mangle)]
+pub extern "system" fn Java_io_looseleaf_spark_NativeReader_datasetFiles<'local>(
+    mut env: EnvUnowned<'local>,
+    _class: JClass<'local>,
+    request: JByteArray<'local>,
+) -> JByteArray<'local> {
+    env.with_env(|env| -> Result<JByteArray<'local>, Failure> {
+        let lines = lines(env, &request)?;
+        let (location, options) = lines.split_first().ok_or_else(|| Failure::new("datasetFiles: no location"))?;
+        let files = handles::dataset_files(location, options)?;
+        Ok(env.byte_array_from_slice(files.join("\n").as_bytes())?)
+    })
+    .resolve::<ThrowLooseleafException>()
+}
+
 /// Closes a reader.
 #[unsafe(no_mangle)]
 pub extern "system" fn Java_io_looseleaf_spark_NativeReader_close<'local>(

@@ -42,6 +42,8 @@ fn _looseleaf(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(options::parse_size, m)?)?;
     m.add_function(wrap_pyfunction!(options::parse_location, m)?)?;
     m.add_function(wrap_pyfunction!(storage::list_objects, m)?)?;
+    m.add_function(wrap_pyfunction!(storage::dataset_files, m)?)?;
+    m.add_function(wrap_pyfunction!(storage::read_commit_log, m)?)?;
     m.add_function(wrap_pyfunction!(storage::object_exists, m)?)?;
     m.add_function(wrap_pyfunction!(storage::read_object, m)?)?;
     m.add_function(wrap_pyfunction!(storage::write_object, m)?)?;

@@ -1,17 +1,11 @@
 package io.looseleaf.spark;
 
-import java.io.IOException;
 import java.io.Serializable;
-import java.io.UncheckedIOException;
-import java.nio.file.Files;
-import java.nio.file.Path;
-import java.nio.file.Paths;
-import java.util.ArrayList;
+import java.nio.charset.StandardCharsets;
 import java.util.Collections;
 import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
-import java.util.stream.Stream;
 import org.apache.arrow.vector.types.pojo.Schema;
 import org.apache.spark.sql.types.StructType;
 import org.apache.spark.sql.util.ArrowUtils;
@@ -54,36 +48,21 @@ final class Dataset implements Serializable {
     if (maxPartitionBytes <= 0) {
       throw new IllegalArgumentException("looseleaf: maxPartitionBytes must be positive");
     }
-    return new Dataset(listFiles(path), Collections.unmodifiableMap(storage), batchSize, maxPartitionBytes);
+    return new Dataset(
+        listFiles(path, storage), Collections.unmodifiableMap(storage), batchSize, maxPartitionBytes);
   }
 
-  /** A local directory's visible {@code *.leaf} files, sorted; any other path as it is. */
-  private static List<String> listFiles(String path) {
-    Path local = path.contains("://") ? null : Paths.get(path);
-    if (local == null || !Files.isDirectory(local)) {
-      return List.of(path);
-    }
-    if (Files.isDirectory(local.resolve("_commits"))) {
-      throw new LooseleafException(
-          path
-              + ": a directory with a commit log; the JVM reader does not read commit logs yet, read it"
-              + " with the Python data source (looseleaf.spark.register(spark, jvm=False))");
-    }
-    List<String> out = new ArrayList<>();
-    try (Stream<Path> entries = Files.list(local)) {
-      entries
-          .filter(p -> p.getFileName().toString().endsWith(".leaf"))
-          .filter(p -> !p.getFileName().toString().startsWith("_"))
-          .filter(p -> !p.getFileName().toString().startsWith("."))
-          .forEach(p -> out.add(p.toString()));
-    } catch (IOException e) {
-      throw new UncheckedIOException(path + ": cannot list the directory", e);
-    }
-    if (out.isEmpty()) {
-      throw new LooseleafException(path + ": no .leaf files in the directory");
-    }
-    Collections.sort(out);
-    return out;
+  /**
+   * The files a path names, chosen by the core ({@code looseleaf::dataset}): the path itself if
+   * it is a {@code .leaf} file, else the files a reader sees in the directory (those its commit
+   * log makes visible, or its visible {@code *.leaf} files).
+   */
+  private static List<String> listFiles(String path, Map<String, String> storageOptions) {
+    NativeReader.load();
+    String listed =
+        new String(
+            NativeReader.datasetFiles(LooseleafFile.request(path, storageOptions)), StandardCharsets.UTF_8);
+    return List.of(listed.split("\n"));
   }
 
   LooseleafFile open(String file) {

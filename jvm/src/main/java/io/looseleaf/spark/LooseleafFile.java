@@ -13,11 +13,16 @@ final class LooseleafFile implements AutoCloseable {
 
   LooseleafFile(String location, Map<String, String> storageOptions) {
     NativeReader.load();
+    handle = NativeReader.open(request(location, storageOptions));
+  }
+
+  /** A location and its storage options as a native request. */
+  static byte[] request(String location, Map<String, String> storageOptions) {
     StringBuilder request = new StringBuilder(location);
     for (Map.Entry<String, String> option : storageOptions.entrySet()) {
       request.append('\n').append(option.getKey()).append('=').append(option.getValue());
     }
-    handle = NativeReader.open(request.toString().getBytes(StandardCharsets.UTF_8));
+    return request.toString().getBytes(StandardCharsets.UTF_8);
   }
 
   long handle() {

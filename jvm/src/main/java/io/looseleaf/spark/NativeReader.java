@@ -45,6 +45,9 @@ final class NativeReader {
 
   static native long open(byte[] request);
 
+  /** The data files of a path (a file, or a dataset directory), one per line. */
+  static native byte[] datasetFiles(byte[] request);
+
   static native void close(long reader);
 
   static native long numRows(long reader);
