@@ -1,4 +1,5 @@
-"""Spark reading TPC-H lineitem as looseleaf vs as Parquet, side by side in one run.
+"""Spark reading TPC-H lineitem as looseleaf (JVM connector and Python data source) vs as
+Parquet, side by side in one run.
 
     pip install tpchgen-cli   # once; pyspark and pandas come with the package's test extra
     python3 benches/spark_lineitem.py --scale 0.1
@@ -10,15 +11,21 @@ alternation, Spark reading each:
 - ``scan``: every column of every row materialised (written to Spark's ``noop`` sink, so
   nothing is skipped the way ``count()`` would skip it);
 - ``scan 3 columns``: three columns (the looseleaf ``columns`` option, Parquet's pruning);
-- ``TPC-H Q1``: the pricing summary aggregation.
+- ``TPC-H Q1``: the pricing summary aggregation;
+- ``TPC-H Q6``: a selective filter (one year of ship dates, a discount band) and a sum;
+- ``count``: ``df.count()`` (Parquet answers it from its footers, the JVM connector from the
+  files' row counts).
 
-and prints the median of each with the ratio looseleaf / Parquet (below 1: looseleaf faster).
+and prints the median of each with the ratio of each looseleaf path to Parquet (below 1:
+looseleaf faster).
 Absolute times on shared machines are noisy; the ratio is the figure. Results also go to
 ``benches/results/spark_lineitem.json``.
 
-What it measures is the whole path as users see it: for looseleaf, a Python data source
-(planning in a Python worker, batches through Arrow into the JVM), against Spark's vectorised
-Parquet reader inside the JVM.
+What it measures is the whole path as users see it: looseleaf's JVM connector
+(``format("looseleaf-jvm")``: DataSource V2 columnar batches over JNI, built by
+``scripts/build_jvm.sh`` and added with ``looseleaf.spark.configure``; left out, and said so,
+when it is not built) and its Python data source (planning in a Python worker, batches through
+Arrow into the JVM), against Spark's vectorised Parquet reader inside the JVM.
 """
 
 from __future__ import annotations
@@ -48,6 +55,13 @@ group by l_returnflag, l_linestatus
 order by l_returnflag, l_linestatus
 """
 
+Q6 = """
+select sum(l_extendedprice * l_discount) as revenue
+from lineitem
+where l_shipdate >= date '1994-01-01' and l_shipdate < date '1995-01-01'
+  and l_discount between 0.05 and 0.07 and l_quantity < 24
+"""
+
 PROJECTION = ["l_orderkey", "l_extendedprice", "l_shipdate"]
 
 
@@ -65,13 +79,13 @@ def generate(scale: float, directory: Path) -> Path:
     return target
 
 
-def start_spark(cores: str):
+def start_spark(cores: str, jvm: bool):
     os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
     from pyspark.sql import SparkSession
 
-    spark = (
+    builder = (
         SparkSession.builder.master(f"local[{cores}]")
         .appName("looseleaf-bench")
         .config("spark.ui.enabled", "false")
@@ -79,8 +93,12 @@ def start_spark(cores: str):
         .config("spark.driver.bindAddress", "127.0.0.1")
         .config("spark.driver.memory", "4g")
         .config("spark.sql.shuffle.partitions", "4")
-        .getOrCreate()
     )
+    if jvm:
+        import looseleaf.spark
+
+        builder = looseleaf.spark.configure(builder)
+    spark = builder.getOrCreate()
     spark.sparkContext.setLogLevel("ERROR")
     return spark
 
@@ -100,11 +118,19 @@ def main() -> int:
     args = parser.parse_args()
 
     import looseleaf.spark
+    from looseleaf.spark._jvm import connector_files
 
     directory = args.dir or ROOT / "data" / f"spark_lineitem_sf{args.scale:g}"
     source = generate(args.scale, directory)
-    spark = start_spark(args.cores)
+    try:
+        connector_files()
+        jvm = True
+    except FileNotFoundError as e:
+        print(f"  the JVM connector is left out: {e}")
+        jvm = False
+    spark = start_spark(args.cores, jvm)
     looseleaf.spark.register(spark)
+    formats = ["parquet", *(["looseleaf-jvm"] if jvm else []), "looseleaf"]
 
     parquet_dir, leaf_dir = directory / "parquet", directory / "looseleaf"
     df = spark.read.parquet(str(source))
@@ -121,43 +147,57 @@ def main() -> int:
     print(f"  on disk: Parquet (snappy) {mb['parquet']}, looseleaf {mb['looseleaf']}")
 
     def reader(fmt: str, columns: list[str] | None = None):
+        if fmt == "looseleaf":
+            # The Python data source API has no column pruning: the source's own option.
+            options = {"columns": ",".join(columns)} if columns else {}
+            return spark.read.format("looseleaf").options(**options).load(str(leaf_dir))
         if fmt == "parquet":
             frame = spark.read.parquet(str(parquet_dir))
-            return frame.select(*columns) if columns else frame
-        options = {"columns": ",".join(columns)} if columns else {}
-        return spark.read.format("looseleaf").options(**options).load(str(leaf_dir))
+        else:
+            frame = spark.read.format(fmt).load(str(leaf_dir))
+        return frame.select(*columns) if columns else frame
 
     def scan(fmt: str, columns: list[str] | None = None) -> None:
         reader(fmt, columns).write.format("noop").mode("overwrite").save()
 
-    def q1(fmt: str) -> list:
-        reader(fmt).createOrReplaceTempView("lineitem")
-        return spark.sql(Q1).collect()
+    def query(sql: str):
+        def run(fmt: str) -> list:
+            reader(fmt).createOrReplaceTempView("lineitem")
+            return spark.sql(sql).collect()
 
-    # Same answers first (Q1 over both formats), then warm-up, then alternate the timed runs.
-    answers = {fmt: q1(fmt) for fmt in ("parquet", "looseleaf")}
-    if answers["parquet"] != answers["looseleaf"]:
-        sys.exit("Q1 differs between Parquet and looseleaf")
+        return run
+
+    def count(fmt: str) -> int:
+        return reader(fmt).count()
+
+    # Same answers first, then warm-up, then alternate the timed runs.
+    for name, check in {"Q1": query(Q1), "Q6": query(Q6), "count": count}.items():
+        answers = {fmt: check(fmt) for fmt in formats}
+        if any(answer != answers["parquet"] for answer in answers.values()):
+            sys.exit(f"{name} differs between formats: {answers}")
     queries = {
         "scan": lambda fmt: scan(fmt),
         f"scan {len(PROJECTION)} columns": lambda fmt: scan(fmt, PROJECTION),
-        "TPC-H Q1": q1,
+        "TPC-H Q1": query(Q1),
+        "TPC-H Q6": query(Q6),
+        "count": count,
     }
     results = {}
-    for name, query in queries.items():
-        times: dict[str, list[float]] = {"parquet": [], "looseleaf": []}
+    for name, run in queries.items():
+        times: dict[str, list[float]] = {fmt: [] for fmt in formats}
         for fmt in times:
-            query(fmt)  # warm-up
+            run(fmt)  # warm-up
         for _ in range(args.runs):
             for fmt in times:
-                times[fmt].append(timed(lambda fmt=fmt, query=query: query(fmt)))
+                times[fmt].append(timed(lambda fmt=fmt, run=run: run(fmt)))
         medians = {fmt: statistics.median(t) for fmt, t in times.items()}
-        ratio = medians["looseleaf"] / medians["parquet"]
-        results[name] = {"parquet_s": medians["parquet"], "looseleaf_s": medians["looseleaf"], "ratio": ratio}
-        print(
-            f"  {name:<16} Parquet {medians['parquet'] * 1000:7.0f} ms   looseleaf "
-            f"{medians['looseleaf'] * 1000:7.0f} ms   looseleaf/Parquet {ratio:5.2f}x"
-        )
+        results[name] = {f"{fmt}_s": m for fmt, m in medians.items()}
+        line = f"  {name:<16} Parquet {medians['parquet'] * 1000:7.0f} ms"
+        for fmt in formats[1:]:
+            ratio = medians[fmt] / medians["parquet"]
+            results[name][f"{fmt}_ratio"] = ratio
+            line += f"   {fmt} {medians[fmt] * 1000:7.0f} ms ({ratio:4.2f}x)"
+        print(line)
     spark.stop()
 
     out = ROOT / "results" / "spark_lineitem.json"

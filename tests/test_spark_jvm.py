@@ -55,7 +55,8 @@ LEAVES = {
         pa.timestamp("us", tz="UTC"),
         lambda i: EPOCH + datetime.timedelta(microseconds=999 * i),
     ),
-    "decimal": (pa.decimal128(12, 2), lambda i: Decimal(i * 37) / 100),
+    "decimal": (pa.decimal128(12, 2), lambda i: Decimal((-1) ** i * i * 37) / 100),
+    "wide_decimal": (pa.decimal128(30, 3), lambda i: Decimal((-1) ** i * i * 10**22 + i) / 1000),
 }
 
 
@@ -209,3 +210,32 @@ def test_directories_written_by_spark_show_their_committed_files(jvm, tmp_path):
     assert got.groupBy().count().collect()[0][0] == 1500
     with pytest.raises(Exception, match="no looseleaf files"):
         _read(jvm, tmp_path / "nothing-here").collect()
+
+
+@pytest.fixture(scope="module")
+def s3():
+    from s3_server import start_moto
+
+    server = start_moto()
+    server.create_bucket("jvm")
+    yield server
+    server.stop()
+
+
+def test_object_store_datasets_with_storage_options(jvm, s3):
+    from s3_server import SECRET_KEY
+
+    options = {f"storage.{k}": v for k, v in s3.storage_options().items()}
+    out = "s3a://jvm/trades"
+    frame = jvm.range(0, 3000).selectExpr("id", "cast(id * 2 as string) as s", "named_struct('a', id) as st")
+    frame.repartition(3).write.format("looseleaf").options(**options).mode("overwrite").save(out)
+    back = _read(jvm, out, **options)
+    assert sorted((r["id"], r["s"], r["st"]["a"]) for r in back.collect()) == [
+        (i, str(i * 2), i) for i in range(3000)
+    ]
+    narrow = back.select("st.a")
+    plan = narrow._jdf.queryExecution().toString()
+    assert SECRET_KEY not in plan
+    assert sum(r["a"] for r in narrow.collect()) == sum(range(3000))
+    with pytest.raises(Exception, match="s3a://jvm/missing"):
+        _read(jvm, "s3a://jvm/missing", **options).collect()

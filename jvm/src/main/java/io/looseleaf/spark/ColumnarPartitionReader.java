@@ -15,7 +15,8 @@ import org.apache.arrow.vector.ipc.message.ArrowRecordBatch;
 import org.apache.arrow.vector.ipc.message.MessageSerializer;
 import org.apache.arrow.vector.types.pojo.Schema;
 import org.apache.spark.sql.connector.read.PartitionReader;
-import org.apache.spark.sql.vectorized.ArrowColumnVector;
+import org.apache.spark.sql.types.DataType;
+import org.apache.spark.sql.util.ArrowUtils;
 import org.apache.spark.sql.vectorized.ColumnVector;
 import org.apache.spark.sql.vectorized.ColumnarBatch;
 
@@ -33,6 +34,7 @@ final class ColumnarPartitionReader implements PartitionReader<ColumnarBatch> {
   private final BufferAllocator allocator;
   private long scan;
   private Schema schema;
+  private DataType[] sparkTypes;
   private VectorSchemaRoot root;
   private ColumnarBatch batch;
 
@@ -75,13 +77,17 @@ final class ColumnarPartitionReader implements PartitionReader<ColumnarBatch> {
       // so vectors are never reused; closing the previous root releases its native body.
       if (schema == null) {
         schema = LooseleafFile.schemaOf(NativeReader.scanSchema(scan));
+        sparkTypes = new DataType[schema.getFields().size()];
+        for (int i = 0; i < sparkTypes.length; i++) {
+          sparkTypes[i] = ArrowUtils.fromArrowField(schema.getFields().get(i));
+        }
       }
       closeRoot();
       root = VectorSchemaRoot.create(schema, allocator);
       new VectorLoader(root).load(arrow);
       ColumnVector[] vectors = new ColumnVector[root.getFieldVectors().size()];
       for (int i = 0; i < vectors.length; i++) {
-        vectors[i] = new ArrowColumnVector(root.getVector(i));
+        vectors[i] = NativeColumnVector.of(sparkTypes[i], root.getVector(i));
       }
       batch = new ColumnarBatch(vectors);
     } catch (IOException e) {
