@@ -29,6 +29,7 @@ pub mod field_decoder;
 pub mod field_scheduler;
 mod file_reader;
 pub mod metrics;
+mod page_filter;
 pub mod pages;
 mod projection;
 mod read_builder;
@@ -37,6 +38,7 @@ pub mod selection;
 mod summary;
 
 pub use file_reader::FileReader;
+pub use page_filter::{Comparison, PagePredicate};
 pub use read_builder::{ReadBuilder, RecordBatchStream};
 pub use selection::RowSelection;
 pub use summary::{ColumnSummary, FileMetadata, PageSummary};

@@ -119,6 +119,24 @@ impl RowSelection {
         Self::from_sorted(ranges)
     }
 
+    /// The rows selected by both.
+    pub fn intersect(&self, other: &RowSelection) -> Self {
+        let (mut a, mut b) = (self.ranges.iter().peekable(), other.ranges.iter().peekable());
+        let mut out = Vec::new();
+        while let (Some(x), Some(y)) = (a.peek(), b.peek()) {
+            let (start, end) = (x.start.max(y.start), x.end.min(y.end));
+            if start < end {
+                out.push(start..end);
+            }
+            if x.end <= y.end {
+                a.next();
+            } else {
+                b.next();
+            }
+        }
+        Self::from_sorted(out)
+    }
+
     /// The selected rows within `span`, relative to `span.start`.
     pub fn within(&self, span: Range<u64>) -> Vec<Range<u64>> {
         let first = self.ranges.partition_point(|r| r.end <= span.start);
@@ -144,5 +162,9 @@ mod tests {
         assert_eq!(s.within(11..20), Vec::<Range<u64>>::new());
         assert!(s.check_bounds(11).is_ok());
         assert!(s.check_bounds(10).is_err());
+        let t = RowSelection::from_sorted_ranges(vec![0..2, 3..8, 10..20]);
+        assert_eq!(s.intersect(&t).ranges(), &[1..2, 3..4, 7..8, 10..11]);
+        assert_eq!(t.intersect(&s), s.intersect(&t));
+        assert_eq!(s.intersect(&RowSelection::default()).ranges(), &[] as &[Range<u64>]);
     }
 }

@@ -1,0 +1,121 @@
+//! Page skipping: the rows whose pages' statistics may satisfy a conjunction of simple
+//! predicates, for a read to select before it schedules anything.
+//!
+//! Statistics bound a page's values (minimum, maximum, null count), so a page can be ruled out,
+//! never ruled in: the rows returned may hold no match, and a reader still filters them. Only
+//! what the statistics bound exactly is used: integers and the types ordered as integers
+//! (dates, timestamps, decimals, in their stored units) for comparisons, and null counts for
+//! null tests. Floats (NaN orders differently across engines), strings (a stored minimum may
+//! be a truncated prefix) and columns inside nested fields (their pages count items, not rows)
+//! rule nothing out.
+
+use std::collections::HashMap;
+
+use crate::encodings::statistics::StatValue;
+use crate::error::Result;
+use crate::read::summary::describe_columns;
+use crate::read::{FileReader, PageSummary, RowSelection};
+
+/// A comparison of a column with a constant.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Comparison {
+    /// `column = value`
+    Eq,
+    /// `column < value`
+    Lt,
+    /// `column <= value`
+    LtEq,
+    /// `column > value`
+    Gt,
+    /// `column >= value`
+    GtEq,
+}
+
+/// A predicate on one top-level column that page statistics can rule out.
+#[derive(Debug, Clone, PartialEq)]
+pub enum PagePredicate {
+    /// `column <op> value`, `value` in the column's stored units (see [`StatValue`]).
+    Compare {
+        /// A top-level column.
+        column: String,
+        /// How it compares.
+        op: Comparison,
+        /// The constant.
+        value: StatValue,
+    },
+    /// `column IS NULL`
+    IsNull(String),
+    /// `column IS NOT NULL`
+    IsNotNull(String),
+}
+
+impl PagePredicate {
+    fn column(&self) -> &str {
+        match self {
+            Self::Compare { column, .. } | Self::IsNull(column) | Self::IsNotNull(column) => column,
+        }
+    }
+
+    /// Whether some row of `page` may satisfy the predicate.
+    fn may_match(&self, page: &PageSummary) -> bool {
+        match self {
+            Self::IsNull(_) => page.null_count.is_none_or(|nulls| nulls > 0),
+            Self::IsNotNull(_) => page.null_count.is_none_or(|nulls| nulls < page.num_rows),
+            Self::Compare { op, value: StatValue::Int(value), .. } => {
+                let (Some(StatValue::Int(min)), Some(StatValue::Int(max))) = (&page.min, &page.max) else {
+                    // No bounds: unknown, or every value null (then only a null test matches).
+                    return page.min.is_some() || page.null_count.is_none_or(|nulls| nulls < page.num_rows);
+                };
+                match op {
+                    Comparison::Eq => min <= value && value <= max,
+                    Comparison::Lt => min < value,
+                    Comparison::LtEq => min <= value,
+                    Comparison::Gt => max > value,
+                    Comparison::GtEq => max >= value,
+                }
+            }
+            Self::Compare { .. } => true,
+        }
+    }
+}
+
+impl FileReader {
+    /// The rows whose pages may satisfy every predicate (see the module documentation): a
+    /// selection to read, and to filter again. Reads the metadata of the predicates' columns;
+    /// predicates on unknown or nested columns rule nothing out.
+    ///
+    /// # Errors
+    /// [`crate::Error::Io`] or [`crate::Error::Corrupt`] if the columns' metadata cannot be read.
+    pub async fn rows_matching_statistics(&self, predicates: &[PagePredicate]) -> Result<RowSelection> {
+        let mut selection = RowSelection::all(self.num_rows());
+        // Flat top-level fields only: their one column's pages hold one value per row.
+        let flat: HashMap<&str, u32> = self
+            .field_columns()
+            .iter()
+            .filter(|tree| tree.children.is_empty())
+            .filter_map(|tree| Some((tree.field.name().as_str(), tree.column?)))
+            .collect();
+        let columns: Vec<u32> = predicates.iter().filter_map(|p| flat.get(p.column()).copied()).collect();
+        if columns.is_empty() {
+            return Ok(selection);
+        }
+        let pages = self.load_columns(&columns).await?;
+        let summaries = describe_columns(self.field_columns(), &pages);
+        for predicate in predicates {
+            let Some(summary) = summaries.iter().find(|s| s.field == predicate.column()) else { continue };
+            if summary.pages.iter().map(|p| p.num_rows).sum::<u64>() != self.num_rows() {
+                continue;
+            }
+            let mut ranges = Vec::new();
+            let mut start = 0;
+            for page in &summary.pages {
+                if predicate.may_match(page) {
+                    ranges.push(start..start + page.num_rows);
+                }
+                start += page.num_rows;
+            }
+            selection = selection.intersect(&RowSelection::from_sorted_ranges(ranges));
+        }
+        Ok(selection)
+    }
+}
