@@ -239,3 +239,37 @@ def test_object_store_datasets_with_storage_options(jvm, s3):
     assert sum(r["a"] for r in narrow.collect()) == sum(range(3000))
     with pytest.raises(Exception, match="s3a://jvm/missing"):
         _read(jvm, "s3a://jvm/missing", **options).collect()
+
+
+def test_filters_skip_pages_of_sorted_data(jvm, tmp_path):
+    n = 100_000
+    table = pa.table(
+        {
+            "day": pa.array([datetime.date(1992, 1, 1) + datetime.timedelta(days=i // 40) for i in range(n)]),
+            "price": pa.array([Decimal(i % 997) / 100 for i in range(n)], pa.decimal128(15, 2)),
+            "k": pa.array([i if i % 11 else None for i in range(n)], pa.int64()),
+        }
+    )
+    path = tmp_path / "sorted.leaf"
+    looseleaf.write_table(table, str(path), page_size=4096)
+    frame = _read(jvm, path)
+    query = frame.filter("day >= date'1993-01-01' and day < date'1993-02-01' and price < 5 and k is not null")
+    got = query.collect()
+    expected = [
+        r
+        for r in table.to_pylist()
+        if datetime.date(1993, 1, 1) <= r["day"] < datetime.date(1993, 2, 1)
+        and r["price"] < 5
+        and r["k"] is not None
+    ]
+    assert sorted(r["k"] for r in got) == sorted(r["k"] for r in expected)
+    executed = query._jdf.queryExecution().executedPlan()
+    description = executed.toString()
+    # Dates as days since 1970, decimals as their unscaled integers.
+    for pushed in ("pages skipped by", "day >= 8401 and day < 8432", "price < 500", "k isnotnull"):
+        assert pushed in description, description
+    scanned = executed.collectLeaves().head().metrics().apply("numOutputRows").value()
+    assert len(expected) <= scanned < n / 20
+    # A filter on a string or through an OR rules nothing out and changes nothing.
+    assert frame.filter("k = 5 or k = 7").count() == 2
+    assert frame.filter("day < date'1900-01-01'").count() == 0

@@ -9,7 +9,9 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use arrow_array::RecordBatch;
 use arrow_ipc::writer::{DictionaryTracker, IpcDataGenerator, IpcWriteContext, IpcWriteOptions};
 use futures::StreamExt;
-use looseleaf::{FileReader, Location, RecordBatchStream, StorageOptions};
+use looseleaf::{
+    Comparison, FileReader, Location, PagePredicate, RecordBatchStream, RowSelection, StatValue, StorageOptions,
+};
 
 use crate::policy::Failure;
 use crate::spark_types;
@@ -98,6 +100,27 @@ pub fn dataset_files(location: &str, options: &[String]) -> Result<Vec<String>, 
     Ok(files)
 }
 
+/// A predicate line: `column<TAB>op<TAB>value` with `op` one of `=`, `<`, `<=`, `>`, `>=` and
+/// an integer `value` in the column's stored units, or `column<TAB>isnull` /
+/// `column<TAB>isnotnull`.
+pub fn parse_predicate(line: &str) -> Result<PagePredicate, Failure> {
+    let bad = || Failure::new(format!("a predicate the reader does not know: {line:?}"));
+    let parts: Vec<&str> = line.split('\t').collect();
+    let column = parts.first().ok_or_else(bad)?.to_string();
+    let op = match parts.get(1).copied() {
+        Some("isnull") if parts.len() == 2 => return Ok(PagePredicate::IsNull(column)),
+        Some("isnotnull") if parts.len() == 2 => return Ok(PagePredicate::IsNotNull(column)),
+        Some("=") => Comparison::Eq,
+        Some("<") => Comparison::Lt,
+        Some("<=") => Comparison::LtEq,
+        Some(">") => Comparison::Gt,
+        Some(">=") => Comparison::GtEq,
+        _ => return Err(bad()),
+    };
+    let value: i128 = parts.get(2).filter(|_| parts.len() == 3).ok_or_else(bad)?.parse().map_err(|_| bad())?;
+    Ok(PagePredicate::Compare { column, op, value: StatValue::Int(value) })
+}
+
 /// An open file.
 pub struct Reader {
     reader: FileReader,
@@ -144,20 +167,28 @@ impl Reader {
         Ok(runtime()?.block_on(read.plan())?.total().bytes)
     }
 
-    /// Starts a read.
+    /// Starts a read of `rows`, less the pages `predicates` rule out.
     pub fn scan(
         &self,
         columns: Option<Vec<String>>,
         rows: Range<u64>,
         batch_size: NonZeroUsize,
+        predicates: &[String],
     ) -> Result<Scan, Failure> {
         self.schema_message()?;
-        let read = self.reader.read().with_row_range(rows).with_batch_size(batch_size);
+        let predicates = predicates.iter().map(|line| parse_predicate(line)).collect::<Result<Vec<_>, _>>()?;
+        let runtime = runtime()?;
+        RowSelection::try_range(rows.clone(), self.reader.num_rows())?;
+        let mut selection = RowSelection::range(rows);
+        if !predicates.is_empty() {
+            selection = selection.intersect(&runtime.block_on(self.reader.rows_matching_statistics(&predicates))?);
+        }
+        let read = self.reader.read().with_selection(selection).with_batch_size(batch_size);
         let read = match columns {
             Some(columns) => read.with_columns(columns),
             None => read,
         };
-        let stream = runtime()?.block_on(read.stream())?;
+        let stream = runtime.block_on(read.stream())?;
         let schema_message = IpcDataGenerator::default()
             .schema_to_bytes_with_dictionary_tracker(
                 stream.schema(),

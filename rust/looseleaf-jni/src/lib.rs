@@ -132,7 +132,8 @@ pub extern "system" fn Java_io_looseleaf_spark_NativeReader_projectedBytes<'loca
 }
 
 /// Starts a read of `columns` (all when `null`) over rows `start..end` in batches of
-/// `batch_size` rows.
+/// `batch_size` rows, skipping the pages `predicates` rule out (`null` for none; one predicate
+/// per line, see `handles::parse_predicate`).
 #[unsafe(no_mangle)]
 pub extern "system" fn Java_io_looseleaf_spark_NativeReader_scan<'local>(
     mut env: EnvUnowned<'local>,
@@ -142,9 +143,11 @@ pub extern "system" fn Java_io_looseleaf_spark_NativeReader_scan<'local>(
     start: jlong,
     end: jlong,
     batch_size: jint,
+    predicates: JByteArray<'local>,
 ) -> jlong {
     env.with_env(|env| -> Result<jlong, Failure> {
         let columns = (!columns.is_null()).then(|| lines(env, &columns)).transpose()?;
+        let predicates = lines(env, &predicates)?;
         let rows = u64::try_from(start).ok().zip(u64::try_from(end).ok()).filter(|(s, e)| s <= e);
         let (start, end) = rows.ok_or_else(|| Failure::new(format!("scan: bad row range {start}..{end}")))?;
         let batch_size = usize::try_from(batch_size)
@@ -153,7 +156,7 @@ pub extern "system" fn Java_io_looseleaf_spark_NativeReader_scan<'local>(
             .ok_or_else(|| Failure::new(format!("scan: batch size {batch_size} is not positive")))?;
         // SAFETY: a live handle from `open` (module docs).
         let reader = unsafe { handles::borrow::<Reader>(reader)? };
-        let scan = reader.scan(columns, start..end, batch_size)?;
+        let scan = reader.scan(columns, start..end, batch_size, &predicates)?;
         Ok(handles::into_handle(scan))
     })
     .resolve::<ThrowLooseleafException>()

@@ -45,7 +45,12 @@ final class ColumnarPartitionReader implements PartitionReader<ColumnarBatch> {
     try {
       this.scan =
           NativeReader.scan(
-              file.handle(), LooseleafFile.columnsRequest(range.columns), range.start, range.end, range.batchSize);
+              file.handle(),
+              LooseleafFile.linesRequest(range.columns),
+              range.start,
+              range.end,
+              range.batchSize,
+              LooseleafFile.linesRequest(range.predicates));
     } catch (RuntimeException e) {
       close();
       throw e;

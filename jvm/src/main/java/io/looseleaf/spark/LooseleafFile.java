@@ -42,7 +42,7 @@ final class LooseleafFile implements AutoCloseable {
   }
 
   long projectedBytes(List<String> columns) {
-    return NativeReader.projectedBytes(handle(), columnsRequest(columns));
+    return NativeReader.projectedBytes(handle(), linesRequest(columns));
   }
 
   static Schema schemaOf(byte[] message) {
@@ -52,8 +52,8 @@ final class LooseleafFile implements AutoCloseable {
     return Schema.convertSchema(schema);
   }
 
-  /** The request form of a column list: {@code null} for every column. */
-  static byte[] columnsRequest(List<String> columns) {
+  /** The request form of a list of lines (columns, predicates): {@code null} stays null. */
+  static byte[] linesRequest(List<String> columns) {
     return columns == null ? null : String.join("\n", columns).getBytes(StandardCharsets.UTF_8);
   }
 

@@ -22,13 +22,17 @@ final class LooseleafScan implements SupportsReportStatistics, Batch {
   private final Dataset dataset;
   private final List<String> columns;
   private final StructType readSchema;
+  /** Page predicates (see {@link PagePredicates}), null for none. */
+  private final List<String> predicates;
+
   private long rows = -1;
   private long bytes;
 
-  LooseleafScan(Dataset dataset, List<String> columns, StructType readSchema) {
+  LooseleafScan(Dataset dataset, List<String> columns, StructType readSchema, List<String> predicates) {
     this.dataset = dataset;
     this.columns = columns;
     this.readSchema = readSchema;
+    this.predicates = predicates;
   }
 
   @Override
@@ -38,7 +42,8 @@ final class LooseleafScan implements SupportsReportStatistics, Batch {
 
   @Override
   public String description() {
-    return "looseleaf " + dataset.files.size() + " file(s), columns " + (columns == null ? "all" : columns);
+    String skipping = predicates == null ? "" : ", pages skipped by " + String.join(" and ", predicates).replace('\t', ' ');
+    return "looseleaf " + dataset.files.size() + " file(s), columns " + (columns == null ? "all" : columns) + skipping;
   }
 
   @Override
@@ -61,7 +66,8 @@ final class LooseleafScan implements SupportsReportStatistics, Batch {
         for (long i = 0; i < ranges; i++) {
           long start = numRows * i / ranges;
           long end = numRows * (i + 1) / ranges;
-          partitions.add(new FileRange(path, dataset.storageOptions, columns, start, end, dataset.batchSize));
+          partitions.add(
+              new FileRange(path, dataset.storageOptions, columns, start, end, dataset.batchSize, predicates));
         }
       }
     }

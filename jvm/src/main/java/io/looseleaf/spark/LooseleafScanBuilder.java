@@ -8,19 +8,26 @@ import org.apache.spark.sql.connector.expressions.aggregate.CountStar;
 import org.apache.spark.sql.connector.read.Scan;
 import org.apache.spark.sql.connector.read.SupportsPushDownAggregates;
 import org.apache.spark.sql.connector.read.SupportsPushDownRequiredColumns;
+import org.apache.spark.sql.connector.read.SupportsPushDownV2Filters;
+import org.apache.spark.sql.connector.expressions.filter.Predicate;
 import org.apache.spark.sql.types.DataType;
 import org.apache.spark.sql.types.StructField;
 import org.apache.spark.sql.types.StructType;
 
 /**
  * Pushes down column pruning (top-level columns and fields of structs, as dotted paths the core
- * reads alone) and {@code COUNT(*)} without grouping (answered from the files' row counts).
+ * reads alone), filters as page skipping (see {@link PagePredicates}: no filter is exact, Spark
+ * evaluates each on the rows read) and {@code COUNT(*)} without grouping (answered from the
+ * files' row counts).
  */
-final class LooseleafScanBuilder implements SupportsPushDownRequiredColumns, SupportsPushDownAggregates {
+final class LooseleafScanBuilder
+    implements SupportsPushDownRequiredColumns, SupportsPushDownV2Filters, SupportsPushDownAggregates {
   private final Dataset dataset;
   private List<String> columns;
   private StructType readSchema;
   private int countStars = -1;
+  private List<String> pagePredicates = new ArrayList<>();
+  private Predicate[] pushed = new Predicate[0];
 
   LooseleafScanBuilder(Dataset dataset) {
     this.dataset = dataset;
@@ -62,6 +69,26 @@ final class LooseleafScanBuilder implements SupportsPushDownRequiredColumns, Sup
   }
 
   @Override
+  public Predicate[] pushPredicates(Predicate[] predicates) {
+    List<Predicate> used = new ArrayList<>();
+    for (Predicate predicate : predicates) {
+      List<String> lines = PagePredicates.translate(predicate, dataset.sparkSchema());
+      if (!lines.isEmpty()) {
+        pagePredicates.addAll(lines);
+        used.add(predicate);
+      }
+    }
+    pushed = used.toArray(new Predicate[0]);
+    // Page skipping is not exact: every predicate is evaluated again on the rows read.
+    return predicates;
+  }
+
+  @Override
+  public Predicate[] pushedPredicates() {
+    return pushed;
+  }
+
+  @Override
   public boolean supportCompletePushDown(Aggregation aggregation) {
     return onlyCountStar(aggregation);
   }
@@ -92,6 +119,6 @@ final class LooseleafScanBuilder implements SupportsPushDownRequiredColumns, Sup
     if (countStars >= 0) {
       return new CountScan(dataset, countStars);
     }
-    return new LooseleafScan(dataset, columns, readSchema);
+    return new LooseleafScan(dataset, columns, readSchema, pagePredicates.isEmpty() ? null : pagePredicates);
   }
 }

@@ -56,7 +56,7 @@ final class NativeReader {
 
   static native long projectedBytes(long reader, byte[] columns);
 
-  static native long scan(long reader, byte[] columns, long start, long end, int batchSize);
+  static native long scan(long reader, byte[] columns, long start, long end, int batchSize, byte[] predicates);
 
   static native long next(long scan);
 
