@@ -151,7 +151,7 @@ def test_count_star_is_answered_from_metadata(jvm, tmp_path):
     df = _read(jvm, tmp_path)
     counted = df.groupBy().count()
     plan = counted._jdf.queryExecution().executedPlan().toString()
-    assert "COUNT(*) from metadata" in plan, plan
+    assert "aggregates from metadata" in plan, plan
     assert counted.collect()[0][0] == 12355
     assert df.count() == 12355
     # A filter is not pushed: the rows are read and counted by Spark.
@@ -273,3 +273,43 @@ def test_filters_skip_pages_of_sorted_data(jvm, tmp_path):
     # A filter on a string or through an OR rules nothing out and changes nothing.
     assert frame.filter("k = 5 or k = 7").count() == 2
     assert frame.filter("day < date'1900-01-01'").count() == 0
+
+
+def test_min_and_max_come_from_statistics_when_they_can(jvm, tmp_path):
+    from pyspark.sql import functions as F
+
+    parts = [
+        {"i": [5, None, -7], "d": [datetime.date(2001, 1, 2), None, None], "p": ["1.25", "-3.50", None]},
+        {"i": [None, None], "d": [None, None], "p": [None, None]},
+        {"i": [40, 2], "d": [datetime.date(1999, 5, 6), datetime.date(2030, 1, 1)], "p": ["9.99", "0.01"]},
+    ]
+    for n, part in enumerate(parts):
+        table = pa.table(
+            {
+                "i": pa.array(part["i"], pa.int32()),
+                "d": pa.array(part["d"], pa.date32()),
+                "p": pa.array([None if v is None else Decimal(v) for v in part["p"]], pa.decimal128(9, 2)),
+                "f": pa.array([1.5] * len(part["i"]), pa.float64()),
+                "s": pa.array(["x"] * len(part["i"])),
+            }
+        )
+        looseleaf.write_table(table, str(tmp_path / f"part-{n}.leaf"))
+    frame = _read(jvm, tmp_path)
+    aggregated = frame.agg(
+        F.min("i"), F.max("i"), F.min("d"), F.max("d"), F.min("p"), F.max("p"), F.count(F.lit(1))
+    )
+    plan = aggregated._jdf.queryExecution().executedPlan().toString()
+    assert "aggregates from metadata" in plan, plan
+    assert tuple(aggregated.collect()[0]) == (
+        -7,
+        40,
+        datetime.date(1999, 5, 6),
+        datetime.date(2030, 1, 1),
+        Decimal("-3.50"),
+        Decimal("9.99"),
+        7,
+    )
+    # Floats and strings are not answered from statistics, but still answered.
+    other = frame.agg(F.min("f"), F.max("s"))
+    assert "aggregates from metadata" not in other._jdf.queryExecution().executedPlan().toString()
+    assert tuple(other.collect()[0]) == (1.5, "x")

@@ -10,7 +10,8 @@ use arrow_array::RecordBatch;
 use arrow_ipc::writer::{DictionaryTracker, IpcDataGenerator, IpcWriteContext, IpcWriteOptions};
 use futures::StreamExt;
 use looseleaf::{
-    Comparison, FileReader, Location, PagePredicate, RecordBatchStream, RowSelection, StatValue, StorageOptions,
+    ColumnBounds, Comparison, FileReader, Location, PagePredicate, RecordBatchStream, RowSelection, StatValue,
+    StorageOptions,
 };
 
 use crate::policy::Failure;
@@ -156,6 +157,11 @@ impl Reader {
     /// The schema message, or why Spark cannot read the file.
     pub fn schema_message(&self) -> Result<Vec<u8>, Failure> {
         self.schema_message.clone().map_err(Failure::new)
+    }
+
+    /// The bounds of a column from its statistics (see `FileReader::column_bounds`).
+    pub fn column_bounds(&self, column: &str) -> Result<Option<ColumnBounds>, Failure> {
+        Ok(runtime()?.block_on(self.reader.column_bounds(column))?)
     }
 
     /// Bytes a read of `columns` fetches.

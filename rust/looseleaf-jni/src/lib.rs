@@ -131,6 +131,29 @@ pub extern "system" fn Java_io_looseleaf_spark_NativeReader_projectedBytes<'loca
     .resolve::<ThrowLooseleafException>()
 }
 
+/// The smallest and largest values of a flat top-level column from its statistics, as two
+/// lines (an integer in stored units, or `null` when every value is null), or `null` when the
+/// statistics cannot tell (see `FileReader::column_bounds`).
+#[unsafe(no_mangle)]
+pub extern "system" fn Java_io_looseleaf_spark_NativeReader_columnBounds<'local>(
+    mut env: EnvUnowned<'local>,
+    _class: JClass<'local>,
+    reader: jlong,
+    column: JByteArray<'local>,
+) -> JByteArray<'local> {
+    env.with_env(|env| -> Result<JByteArray<'local>, Failure> {
+        let column = lines(env, &column)?.join("\n");
+        // SAFETY: a live handle from `open` (module docs).
+        let reader = unsafe { handles::borrow::<Reader>(reader)? };
+        let Some(bounds) = reader.column_bounds(&column)? else {
+            return Ok(JByteArray::default());
+        };
+        let text = |v: Option<i128>| v.map_or_else(|| "null".to_owned(), |v| v.to_string());
+        Ok(env.byte_array_from_slice(format!("{}\n{}", text(bounds.min), text(bounds.max)).as_bytes())?)
+    })
+    .resolve::<ThrowLooseleafException>()
+}
+
 /// Starts a read of `columns` (all when `null`) over rows `start..end` in batches of
 /// `batch_size` rows, skipping the pages `predicates` rule out (`null` for none; one predicate
 /// per line, see `handles::parse_predicate`).

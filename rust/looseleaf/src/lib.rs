@@ -84,8 +84,8 @@ pub use io::{IoOptions, IoPlan, IoStats};
 pub use options::{ByteCount, DEFAULT_BATCH_BYTES, DEFAULT_BATCH_SIZE, OptionValue, READ_OPTION_NAMES, ReadOptions};
 pub use read::metrics::ReadTimings;
 pub use read::{
-    ColumnSummary, Comparison, FileMetadata, FileReader, PagePredicate, PageSummary, ReadBuilder, RecordBatchStream,
-    RowSelection,
+    ColumnBounds, ColumnSummary, Comparison, FileMetadata, FileReader, PagePredicate, PageSummary, ReadBuilder,
+    RecordBatchStream, RowSelection,
 };
 pub use storage::{Location, StorageOptions};
 pub use writer::{DEFAULT_PAGE_SIZE, FileWriter, FinishedFile, WriterOptions};

@@ -29,7 +29,7 @@ pub mod field_decoder;
 pub mod field_scheduler;
 mod file_reader;
 pub mod metrics;
-mod page_filter;
+mod page_statistics;
 pub mod pages;
 mod projection;
 mod read_builder;
@@ -38,7 +38,7 @@ pub mod selection;
 mod summary;
 
 pub use file_reader::FileReader;
-pub use page_filter::{Comparison, PagePredicate};
+pub use page_statistics::{ColumnBounds, Comparison, PagePredicate};
 pub use read_builder::{ReadBuilder, RecordBatchStream};
 pub use selection::RowSelection;
 pub use summary::{ColumnSummary, FileMetadata, PageSummary};

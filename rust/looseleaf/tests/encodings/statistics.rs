@@ -222,6 +222,13 @@ async fn page_skipping_keeps_every_matching_row() {
         let path = dir.path().join(format!("skip{case}.leaf"));
         write_table(&path, &table, WriterOptions::default().with_page_size(rng.random_range(64..2048))).await;
         let reader = FileReader::open_path(&path).await.unwrap();
+        // MIN and MAX from the statistics: those of the non-null values; none for strings.
+        let present: Vec<i128> = values.iter().zip(&nulls).filter(|(_, ok)| **ok).map(|(v, _)| *v as i128).collect();
+        let expected =
+            looseleaf::ColumnBounds { min: present.iter().copied().min(), max: present.iter().copied().max() };
+        assert_eq!(reader.column_bounds("i").await.unwrap(), Some(expected), "case {case}");
+        assert_eq!(reader.column_bounds("s").await.unwrap(), None);
+        assert_eq!(reader.column_bounds("no such column").await.unwrap(), None);
         for _ in 0..20 {
             let op = *ops.choose(&mut rng).unwrap();
             let bound: i64 = rng.random_range(-600..600);

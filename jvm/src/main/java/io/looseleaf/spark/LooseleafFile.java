@@ -41,6 +41,15 @@ final class LooseleafFile implements AutoCloseable {
     return schemaOf(NativeReader.schema(handle()));
   }
 
+  /**
+   * A column's smallest and largest stored values from its statistics (either null when every
+   * value is), or null when the statistics cannot tell.
+   */
+  java.math.BigInteger[] columnBounds(String column) {
+    return MetadataAggregateScan.parseBounds(
+        NativeReader.columnBounds(handle(), column.getBytes(StandardCharsets.UTF_8)));
+  }
+
   long projectedBytes(List<String> columns) {
     return NativeReader.projectedBytes(handle(), linesRequest(columns));
   }

@@ -2,9 +2,7 @@ package io.looseleaf.spark;
 
 import java.util.ArrayList;
 import java.util.List;
-import org.apache.spark.sql.connector.expressions.aggregate.AggregateFunc;
 import org.apache.spark.sql.connector.expressions.aggregate.Aggregation;
-import org.apache.spark.sql.connector.expressions.aggregate.CountStar;
 import org.apache.spark.sql.connector.read.Scan;
 import org.apache.spark.sql.connector.read.SupportsPushDownAggregates;
 import org.apache.spark.sql.connector.read.SupportsPushDownRequiredColumns;
@@ -17,15 +15,19 @@ import org.apache.spark.sql.types.StructType;
 /**
  * Pushes down column pruning (top-level columns and fields of structs, as dotted paths the core
  * reads alone), filters as page skipping (see {@link PagePredicates}: no filter is exact, Spark
- * evaluates each on the rows read) and {@code COUNT(*)} without grouping (answered from the
- * files' row counts).
+ * evaluates each on the rows read) and aggregates without grouping that metadata answers
+ * ({@link MetadataAggregateScan}: {@code COUNT(*)}, {@code MIN}/{@code MAX} from statistics).
  */
 final class LooseleafScanBuilder
     implements SupportsPushDownRequiredColumns, SupportsPushDownV2Filters, SupportsPushDownAggregates {
   private final Dataset dataset;
   private List<String> columns;
   private StructType readSchema;
-  private int countStars = -1;
+  private MetadataAggregateScan aggregateScan;
+  /** The last aggregation answered (Spark asks twice: whether, then push). */
+  private Aggregation answersFor;
+
+  private MetadataAggregateScan answers;
   private List<String> pagePredicates = new ArrayList<>();
   private Predicate[] pushed = new Predicate[0];
 
@@ -90,34 +92,27 @@ final class LooseleafScanBuilder
 
   @Override
   public boolean supportCompletePushDown(Aggregation aggregation) {
-    return onlyCountStar(aggregation);
+    return answered(aggregation) != null;
   }
 
   @Override
   public boolean pushAggregation(Aggregation aggregation) {
-    if (!onlyCountStar(aggregation)) {
-      return false;
-    }
-    countStars = aggregation.aggregateExpressions().length;
-    return true;
+    aggregateScan = answered(aggregation);
+    return aggregateScan != null;
   }
 
-  private static boolean onlyCountStar(Aggregation aggregation) {
-    if (aggregation.groupByExpressions().length != 0) {
-      return false;
+  private MetadataAggregateScan answered(Aggregation aggregation) {
+    if (answers == null || answersFor != aggregation) {
+      answersFor = aggregation;
+      answers = MetadataAggregateScan.answer(dataset, aggregation);
     }
-    for (AggregateFunc f : aggregation.aggregateExpressions()) {
-      if (!(f instanceof CountStar)) {
-        return false;
-      }
-    }
-    return true;
+    return answers;
   }
 
   @Override
   public Scan build() {
-    if (countStars >= 0) {
-      return new CountScan(dataset, countStars);
+    if (aggregateScan != null) {
+      return aggregateScan;
     }
     return new LooseleafScan(dataset, columns, readSchema, pagePredicates.isEmpty() ? null : pagePredicates);
   }

@@ -56,6 +56,8 @@ final class NativeReader {
 
   static native long projectedBytes(long reader, byte[] columns);
 
+  static native byte[] columnBounds(long reader, byte[] column);
+
   static native long scan(long reader, byte[] columns, long start, long end, int batchSize, byte[] predicates);
 
   static native long next(long scan);

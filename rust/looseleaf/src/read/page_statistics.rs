@@ -1,5 +1,6 @@
-//! Page skipping: the rows whose pages' statistics may satisfy a conjunction of simple
-//! predicates, for a read to select before it schedules anything.
+//! What page statistics answer without reading data: the rows whose pages may satisfy a
+//! conjunction of simple predicates (page skipping, for a read to select before it schedules
+//! anything), and a column's smallest and largest values (`MIN`/`MAX`).
 //!
 //! Statistics bound a page's values (minimum, maximum, null count), so a page can be ruled out,
 //! never ruled in: the rows returned may hold no match, and a reader still filters them. Only
@@ -79,7 +80,46 @@ impl PagePredicate {
     }
 }
 
+/// The smallest and largest non-null values of a column, in stored units; both `None` when
+/// every value is null or there are no rows.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ColumnBounds {
+    /// The smallest value.
+    pub min: Option<i128>,
+    /// The largest value.
+    pub max: Option<i128>,
+}
+
 impl FileReader {
+    /// The smallest and largest values of the flat top-level `column` of an integer-ordered type
+    /// (in stored units, see [`StatValue`]), from its pages' statistics; `None` when the
+    /// statistics cannot tell (a page without statistics, a column of another type, nested, or unknown).
+    ///
+    /// # Errors
+    /// [`crate::Error::Io`] or [`crate::Error::Corrupt`] if the column's metadata cannot be read.
+    pub async fn column_bounds(&self, column: &str) -> Result<Option<ColumnBounds>> {
+        let Some(tree) = self.field_columns().iter().find(|t| t.field.name() == column && t.children.is_empty()) else {
+            return Ok(None);
+        };
+        let Some(number) = tree.column else { return Ok(None) };
+        let pages = self.load_columns(&[number]).await?;
+        let summaries = describe_columns(self.field_columns(), &pages);
+        let Some(summary) = summaries.iter().find(|s| s.field == column) else { return Ok(None) };
+        let (mut min, mut max) = (None::<i128>, None::<i128>);
+        for page in &summary.pages {
+            let Some(nulls) = page.null_count else { return Ok(None) };
+            match (&page.min, &page.max) {
+                (Some(StatValue::Int(lo)), Some(StatValue::Int(hi))) => {
+                    min = Some(min.map_or(*lo, |m| m.min(*lo)));
+                    max = Some(max.map_or(*hi, |m| m.max(*hi)));
+                }
+                (None, None) if nulls == page.num_rows => {}
+                _ => return Ok(None),
+            }
+        }
+        Ok(Some(ColumnBounds { min, max }))
+    }
+
     /// The rows whose pages may satisfy every predicate (see the module documentation): a
     /// selection to read, and to filter again. Reads the metadata of the predicates' columns;
     /// predicates on unknown or nested columns rule nothing out.
