@@ -57,7 +57,57 @@ LEAVES = {
     ),
     "decimal": (pa.decimal128(12, 2), lambda i: Decimal((-1) ** i * i * 37) / 100),
     "wide_decimal": (pa.decimal128(30, 3), lambda i: Decimal((-1) ** i * i * 10**22 + i) / 1000),
+    # Read through the core's casts to the form Spark reads (looseleaf::spark_form).
+    "uint8": (pa.uint8(), lambda i: i % 256),
+    "uint16": (pa.uint16(), lambda i: 65535 - i),
+    "uint32": (pa.uint32(), lambda i: 2**32 - 1 - i),
+    "uint64": (pa.uint64(), lambda i: 2**64 - 1 - i),
+    "float16": (pa.float16(), lambda i: __import__("numpy").float16(i / 8)),
+    "timestamp_ns": (pa.timestamp("ns", tz="UTC"), lambda i: EPOCH + datetime.timedelta(microseconds=7 * i)),
+    "timestamp_ms_naive": (
+        pa.timestamp("ms"),
+        lambda i: datetime.datetime(2001, 2, 3) + datetime.timedelta(seconds=i),
+    ),
+    "date64": (pa.date64(), lambda i: datetime.date(1960, 1, 1) + datetime.timedelta(days=3 * i)),
+    "fixed_binary": (pa.binary(3), lambda i: bytes([i % 256, 1, 2])),
+    "string_view": (pa.string_view(), lambda i: f"view {i}" * (i % 3)),
+    "dictionary": (pa.dictionary(pa.int8(), pa.string()), lambda i: f"d{i % 5}"),
 }
+
+
+SHAPES = ["leaf", "struct", "list", "map", "list_of_struct", "large_list", "fixed_list"]
+
+
+def _column(name: str, shape: str, rows: int, null_every: int, c: int) -> pa.Array:
+    """A column of leaf type ``name`` in ``shape``, with nulls at every level."""
+
+    def leaf(kind: str, offset: int) -> pa.Array:
+        data_type, make = LEAVES[kind]
+        return pa.array([None if (i + offset) % null_every == 0 else make(i) for i in range(rows)], data_type)
+
+    mask = pa.array([(i + c) % (null_every + 1) == 0 for i in range(rows)], pa.bool_())
+    if shape == "leaf":
+        return leaf(name, c)
+    if shape == "struct":
+        return pa.StructArray.from_arrays([leaf(name, c), leaf("string", c + 1)], names=["x", "y"], mask=mask)
+    if shape == "fixed_list":
+        items = leaf(name, c)
+        pairs = pa.concat_arrays([items, items])  # 2 items per row
+        return pa.FixedSizeListArray.from_arrays(pairs.slice(0, 2 * rows), 2, mask=mask)
+    if shape == "map":
+        keys = pa.array([f"k{i}" for i in range(rows)], pa.string())
+        offsets = pa.array(range(rows + 1), pa.int32())
+        return pa.MapArray.from_arrays(offsets, keys, leaf(name, c), mask=mask)
+    items = leaf(name, c)
+    if shape == "list_of_struct":
+        items = pa.StructArray.from_arrays([items], names=["v"])
+    offsets, at = [0], 0
+    for i in range(rows):
+        at = min(at + i % 4, rows)
+        offsets.append(at)
+    if shape == "large_list":
+        return pa.LargeListArray.from_arrays(pa.array(offsets, pa.int64()), items, mask=mask)
+    return pa.ListArray.from_arrays(pa.array(offsets, pa.int32()), items, mask=mask)
 
 
 @st.composite
@@ -66,36 +116,25 @@ def jvm_tables(draw):
     rows = draw(st.integers(0, 300))
     null_every = draw(st.integers(2, 9))
     columns = {"id": pa.array(range(rows), pa.int64())}
-
-    def leaf(name: str, offset: int) -> pa.Array:
-        data_type, make = LEAVES[name]
-        return pa.array([None if (i + offset) % null_every == 0 else make(i) for i in range(rows)], data_type)
-
     for c in range(draw(st.integers(1, 5))):
         name = draw(st.sampled_from(sorted(LEAVES)))
-        shape = draw(st.sampled_from(["leaf", "struct", "list", "map", "list_of_struct"]))
-        mask = pa.array([(i + c) % (null_every + 1) == 0 for i in range(rows)], pa.bool_())
-        if shape == "leaf":
-            array = leaf(name, c)
-        elif shape == "struct":
-            children = [leaf(name, c), leaf("string", c + 1)]
-            array = pa.StructArray.from_arrays(children, names=["x", "y"], mask=mask)
-        elif shape in ("list", "list_of_struct"):
-            items = leaf(name, c)
-            if shape == "list_of_struct":
-                items = pa.StructArray.from_arrays([items], names=["v"])
-            lengths = [i % 4 for i in range(rows)]
-            offsets, at = [0], 0
-            for n in lengths:
-                at = min(at + n, rows)
-                offsets.append(at)
-            array = pa.ListArray.from_arrays(pa.array(offsets, pa.int32()), items, mask=mask)
-        else:
-            keys = pa.array([f"k{i}" for i in range(rows)], pa.string())
-            offsets = pa.array([min(i, rows) for i in range(0, rows + 1)], pa.int32())
-            array = pa.MapArray.from_arrays(offsets, keys, leaf(name, c), mask=mask)
-        columns[f"c{c}_{shape}_{name}"] = array
+        shape = draw(st.sampled_from(SHAPES))
+        columns[f"c{c}_{shape}_{name}"] = _column(name, shape, rows, null_every, c)
     return pa.table(columns)
+
+
+def test_every_type_in_every_shape_reads_back_equal(jvm, tmp_path):
+    rows = 97
+    columns = {"id": pa.array(range(rows), pa.int64())}
+    for c, (name, shape) in enumerate((n, s) for n in sorted(LEAVES) for s in SHAPES):
+        columns[f"c{c}_{shape}_{name}"] = _column(name, shape, rows, 5, c)
+    table = pa.table(columns)
+    path = tmp_path / "every.leaf"
+    looseleaf.write_table(table, str(path), page_size=1024)
+    got = _read(jvm, path, batchSize=10).toArrow()
+    assert got.column_names == table.column_names
+    for name in table.column_names:
+        assert got.column(name).to_pylist() == table.column(name).to_pylist(), name
 
 
 def _rows(table: pa.Table) -> list[dict]:
@@ -176,12 +215,18 @@ def test_errors_name_the_file_or_column(jvm, tmp_path):
     corrupt.write_bytes(b"not a looseleaf file at all, but long enough to have a tail" * 3)
     with pytest.raises(Exception, match=r"corrupt\.leaf"):
         _read(jvm, corrupt).collect()
-    unsigned = tmp_path / "unsigned.leaf"
-    looseleaf.write_table(pa.table({"u": pa.array([1, 2], pa.uint32())}), str(unsigned))
-    with pytest.raises(Exception, match='column "u"'):
-        _read(jvm, unsigned).collect()
+    times = tmp_path / "times.leaf"
+    looseleaf.write_table(pa.table({"t": pa.array([1, 2], pa.time64("us"))}), str(times))
+    with pytest.raises(Exception, match=r'times\.leaf.*column "t"|column "t".*times\.leaf'):
+        _read(jvm, times).collect()
+    inexact = tmp_path / "inexact.leaf"
+    looseleaf.write_table(pa.table({"ns": pa.array([1000, 1001], pa.timestamp("ns"))}), str(inexact))
+    with pytest.raises(
+        Exception, match=r'inexact\.leaf.*column "ns": a timestamp that is not a whole microsecond'
+    ):
+        _read(jvm, inexact).collect()
     with pytest.raises(Exception, match="batchSize"):
-        _read(jvm, unsigned, batchSize=0).collect()
+        _read(jvm, times, batchSize=0).collect()
 
 
 def test_repeated_reads_leave_no_native_memory(jvm, tmp_path):

@@ -8,14 +8,14 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 
 use arrow_array::RecordBatch;
 use arrow_ipc::writer::{DictionaryTracker, IpcDataGenerator, IpcWriteContext, IpcWriteOptions};
+use arrow_schema::SchemaRef;
 use futures::StreamExt;
 use looseleaf::{
     ColumnBounds, Comparison, FileReader, Location, PagePredicate, RecordBatchStream, RowSelection, StatValue,
-    StorageOptions,
+    StorageOptions, spark_form,
 };
 
 use crate::policy::Failure;
-use crate::spark_types;
 
 /// Bytes of [`Batch`] bodies alive in this process.
 static LIVE_BATCH_BYTES: AtomicUsize = AtomicUsize::new(0);
@@ -80,6 +80,17 @@ pub unsafe fn borrow_mut<'a, T>(handle: i64) -> Result<&'a mut T, Failure> {
     Ok(unsafe { &mut *pointer::<T>(handle)? })
 }
 
+/// `schema` as an IPC schema message.
+fn schema_message(schema: &SchemaRef) -> Vec<u8> {
+    IpcDataGenerator::default()
+        .schema_to_bytes_with_dictionary_tracker(
+            schema,
+            &mut DictionaryTracker::new(false),
+            &IpcWriteOptions::default(),
+        )
+        .ipc_message
+}
+
 /// Storage options from `key=value` lines.
 fn storage_options(lines: &[String]) -> Result<StorageOptions, Failure> {
     lines.iter().map(|line| line.split_once('=').ok_or_else(|| Failure::new("a storage option without '='"))).collect()
@@ -135,17 +146,9 @@ impl Reader {
         let options = storage_options(options)?;
         let location = Location::parse(location)?;
         let reader = runtime()?.block_on(location.open(&options))?;
-        let schema_message = spark_types::check_schema(reader.schema())
-            .map(|()| {
-                IpcDataGenerator::default()
-                    .schema_to_bytes_with_dictionary_tracker(
-                        reader.schema(),
-                        &mut DictionaryTracker::new(false),
-                        &IpcWriteOptions::default(),
-                    )
-                    .ipc_message
-            })
-            .map_err(|e| format!("{}: {e}", reader.location()));
+        let schema_message = spark_form::schema(reader.schema())
+            .map(|schema| schema_message(&schema))
+            .map_err(|e| e.with_location(reader.location()).to_string());
         Ok(Self { reader, schema_message })
     }
 
@@ -195,16 +198,12 @@ impl Reader {
             None => read,
         };
         let stream = runtime.block_on(read.stream())?;
-        let schema_message = IpcDataGenerator::default()
-            .schema_to_bytes_with_dictionary_tracker(
-                stream.schema(),
-                &mut DictionaryTracker::new(false),
-                &IpcWriteOptions::default(),
-            )
-            .ipc_message;
+        let spark_schema = spark_form::schema(stream.schema()).map_err(|e| e.with_location(self.reader.location()))?;
         Ok(Scan {
             stream,
-            schema_message,
+            schema_message: schema_message(&spark_schema),
+            spark_schema,
+            location: self.reader.location().to_owned(),
             generator: IpcDataGenerator::default(),
             dictionaries: DictionaryTracker::new(false),
             options: IpcWriteOptions::default(),
@@ -218,6 +217,9 @@ pub struct Scan {
     stream: RecordBatchStream,
     /// The schema of the batches, as an IPC schema message.
     pub schema_message: Vec<u8>,
+    /// The Arrow form Spark reads of the stream's batches.
+    spark_schema: SchemaRef,
+    location: String,
     generator: IpcDataGenerator,
     dictionaries: DictionaryTracker,
     options: IpcWriteOptions,
@@ -230,6 +232,7 @@ impl Scan {
         let Some(batch) = runtime()?.block_on(self.stream.next()).transpose()? else {
             return Ok(None);
         };
+        let batch = spark_form::batch(&batch, &self.spark_schema).map_err(|e| e.with_location(&self.location))?;
         self.encode(&batch).map(Some)
     }
 

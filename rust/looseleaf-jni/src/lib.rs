@@ -15,7 +15,6 @@
 
 mod handles;
 mod policy;
-mod spark_types;
 
 use jni::EnvUnowned;
 use jni::objects::{JByteArray, JClass};

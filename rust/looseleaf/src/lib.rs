@@ -73,6 +73,7 @@ pub mod format;
 pub mod io;
 mod options;
 pub mod read;
+pub mod spark_form;
 pub mod storage;
 mod writer;
 
