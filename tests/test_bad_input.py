@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import os
+import signal
+import subprocess
+import sys
 
 import pyarrow as pa
 import pytest
@@ -211,3 +214,34 @@ def test_closed_writer_cannot_be_used(tmp_path):
         writer.write_batch(pa.record_batch({"a": pa.array([1], pa.int64())}))
     with pytest.raises(InvalidArgumentError, match="closed"):
         writer.close()
+
+
+def test_a_writer_killed_mid_write_leaves_no_file(tmp_path):
+    path = tmp_path / "killed.leaf"
+    child = subprocess.Popen(
+        [
+            sys.executable,
+            "-c",
+            "import sys, pyarrow as pa, looseleaf\n"
+            f"w = looseleaf.FileWriter({str(path)!r}, pa.schema([('a', pa.int64())]), page_size=4096)\n"
+            "batch = pa.record_batch({'a': pa.array(range(100_000), pa.int64())})\n"
+            "w.write_batch(batch)\n"
+            "print('writing', flush=True)\n"
+            "while True:\n"
+            "    w.write_batch(batch)\n",
+        ],
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert child.stdout.readline().strip() == "writing"
+        child.send_signal(signal.SIGKILL)
+        assert child.wait(timeout=60) == -signal.SIGKILL
+    finally:
+        child.kill()
+        child.stdout.close()
+    # Nothing at the destination; whatever staging file is left is not taken for the file.
+    assert not path.exists()
+    for leftover in tmp_path.iterdir():
+        with pytest.raises(LooseleafError):
+            looseleaf.open(leftover).to_table()
