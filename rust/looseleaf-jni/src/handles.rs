@@ -227,6 +227,11 @@ pub struct Scan {
 }
 
 impl Scan {
+    /// The read's I/O counters so far.
+    pub fn io_stats(&self) -> looseleaf::IoStats {
+        self.stream.io_stats()
+    }
+
     /// The next batch, `None` at the end.
     pub fn next(&mut self) -> Result<Option<Batch>, Failure> {
         let Some(batch) = runtime()?.block_on(self.stream.next()).transpose()? else {

@@ -214,6 +214,23 @@ pub extern "system" fn Java_io_looseleaf_spark_NativeReader_scanSchema<'local>(
     .resolve::<ThrowLooseleafException>()
 }
 
+/// A scan's I/O so far, as `name=value` lines: `bytesRead` and `reads` (storage reads).
+#[unsafe(no_mangle)]
+pub extern "system" fn Java_io_looseleaf_spark_NativeReader_scanStats<'local>(
+    mut env: EnvUnowned<'local>,
+    _class: JClass<'local>,
+    scan: jlong,
+) -> JByteArray<'local> {
+    env.with_env(|env| -> Result<JByteArray<'local>, Failure> {
+        // SAFETY: a live handle from `scan` (module docs).
+        let scan = unsafe { handles::borrow::<Scan>(scan)? };
+        let stats = scan.io_stats();
+        let text = format!("bytesRead={}\nreads={}", stats.bytes_read, stats.reads);
+        Ok(env.byte_array_from_slice(text.as_bytes())?)
+    })
+    .resolve::<ThrowLooseleafException>()
+}
+
 /// Ends a scan (before its end or after).
 #[unsafe(no_mangle)]
 pub extern "system" fn Java_io_looseleaf_spark_NativeReader_closeScan<'local>(

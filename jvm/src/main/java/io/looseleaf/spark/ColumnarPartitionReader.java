@@ -14,6 +14,7 @@ import org.apache.arrow.vector.VectorSchemaRoot;
 import org.apache.arrow.vector.ipc.message.ArrowRecordBatch;
 import org.apache.arrow.vector.ipc.message.MessageSerializer;
 import org.apache.arrow.vector.types.pojo.Schema;
+import org.apache.spark.sql.connector.metric.CustomTaskMetric;
 import org.apache.spark.sql.connector.read.PartitionReader;
 import org.apache.spark.sql.types.DataType;
 import org.apache.spark.sql.util.ArrowUtils;
@@ -37,6 +38,8 @@ final class ColumnarPartitionReader implements PartitionReader<ColumnarBatch> {
   private DataType[] sparkTypes;
   private VectorSchemaRoot root;
   private ColumnarBatch batch;
+  /** The scan's I/O counters as of the last batch (kept after the scan is closed). */
+  private CustomTaskMetric[] metrics = ScanMetrics.zero();
 
   ColumnarPartitionReader(FileRange range) {
     this.range = range;
@@ -60,6 +63,7 @@ final class ColumnarPartitionReader implements PartitionReader<ColumnarBatch> {
   @Override
   public boolean next() {
     long handle = NativeReader.next(scan);
+    metrics = ScanMetrics.values(NativeReader.scanStats(scan));
     if (handle == 0) {
       return false;
     }
@@ -107,6 +111,11 @@ final class ColumnarPartitionReader implements PartitionReader<ColumnarBatch> {
       root.close();
       root = null;
     }
+  }
+
+  @Override
+  public CustomTaskMetric[] currentMetricsValues() {
+    return metrics;
   }
 
   @Override

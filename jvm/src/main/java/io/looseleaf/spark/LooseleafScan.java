@@ -47,6 +47,11 @@ final class LooseleafScan implements SupportsReportStatistics, Batch {
   }
 
   @Override
+  public org.apache.spark.sql.connector.metric.CustomMetric[] supportedCustomMetrics() {
+    return ScanMetrics.supported();
+  }
+
+  @Override
   public Batch toBatch() {
     return this;
   }

@@ -67,6 +67,9 @@ final class NativeReader {
 
   static native void closeScan(long scan);
 
+  /** A scan's I/O counters so far ({@code name=value} lines, see {@link ScanMetrics}). */
+  static native byte[] scanStats(long scan);
+
   static native byte[] batchHeader(long batch);
 
   static native long batchBodyAddress(long batch);
