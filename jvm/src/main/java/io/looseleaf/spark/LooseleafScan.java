@@ -25,6 +25,7 @@ final class LooseleafScan implements SupportsReportStatistics, Batch {
   /** Page predicates (see {@link PagePredicates}), null for none. */
   private final List<String> predicates;
 
+  private InputPartition[] planned;
   private long rows = -1;
   private long bytes;
 
@@ -58,6 +59,14 @@ final class LooseleafScan implements SupportsReportStatistics, Batch {
 
   @Override
   public InputPartition[] planInputPartitions() {
+    // Spark asks for statistics, then for the partitions: planned once.
+    if (planned == null) {
+      planned = plan();
+    }
+    return planned.clone();
+  }
+
+  private InputPartition[] plan() {
     List<InputPartition> partitions = new ArrayList<>();
     long totalRows = 0;
     long totalBytes = 0;
