@@ -264,6 +264,15 @@ def test_directories_written_by_spark_show_their_committed_files(jvm, tmp_path):
     assert got.groupBy().count().collect()[0][0] == 1500
     with pytest.raises(Exception, match="no looseleaf files"):
         _read(jvm, tmp_path / "nothing-here").collect()
+    # An empty dataset keeps its schema (the commit's schema file).
+    empty = str(tmp_path / "empty")
+    jvm.range(0).selectExpr("id", "cast(id as string) as s").write.format("looseleaf").mode("overwrite").save(
+        empty
+    )
+    back = _read(jvm, empty)
+    assert back.columns == ["id", "s"]
+    assert back.collect() == []
+    assert back.count() == 0
 
 
 @pytest.fixture(scope="module")

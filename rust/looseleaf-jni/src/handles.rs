@@ -96,20 +96,11 @@ fn storage_options(lines: &[String]) -> Result<StorageOptions, Failure> {
     lines.iter().map(|line| line.split_once('=').ok_or_else(|| Failure::new("a storage option without '='"))).collect()
 }
 
-/// The data files `location` names: itself if it is an existing `.leaf` object, else the
-/// dataset directory's files; an error if it names nothing.
-pub fn dataset_files(location: &str, options: &[String]) -> Result<Vec<String>, Failure> {
+/// The dataset `location` names (see `looseleaf::dataset::resolve`).
+pub fn dataset_files(location: &str, options: &[String]) -> Result<looseleaf::dataset::DatasetFiles, Failure> {
     let options = storage_options(options)?;
     let parsed = Location::parse(location)?;
-    let runtime = runtime()?;
-    if location.ends_with(looseleaf::dataset::DATA_SUFFIX) && runtime.block_on(parsed.exists(&options))? {
-        return Ok(vec![location.to_owned()]);
-    }
-    let files = runtime.block_on(looseleaf::dataset::directory_files(&parsed, &options, false))?;
-    if files.is_empty() {
-        return Err(Failure::new(format!("{location}: no looseleaf files there")));
-    }
-    Ok(files)
+    Ok(runtime()?.block_on(looseleaf::dataset::resolve(&parsed, &options))?)
 }
 
 /// A predicate line: `column<TAB>op<TAB>value` with `op` one of `=`, `<`, `<=`, `>`, `>=` and

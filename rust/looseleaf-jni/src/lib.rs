@@ -49,9 +49,8 @@ pub extern "system" fn Java_io_looseleaf_spark_NativeReader_open<'local>(
     .resolve::<ThrowLooseleafException>()
 }
 
-/// The data files a path names: itself if it is a `.leaf` file, else the files a reader sees
-/// in it as a dataset directory (`looseleaf::dataset::directory_files`), `\n`-separated.
-/// `request` is as for `open`.
+/// The dataset a path names (`looseleaf::dataset::resolve`): its schema file (an empty line if
+/// none), then its data files, one per line. `request` is as for `open`.
 #[unsafe(no_mangle)]
 pub extern "system" fn Java_io_looseleaf_spark_NativeReader_datasetFiles<'local>(
     mut env: EnvUnowned<'local>,
@@ -61,8 +60,10 @@ pub extern "system" fn Java_io_looseleaf_spark_NativeReader_datasetFiles<'local>
     env.with_env(|env| -> Result<JByteArray<'local>, Failure> {
         let lines = lines(env, &request)?;
         let (location, options) = lines.split_first().ok_or_else(|| Failure::new("datasetFiles: no location"))?;
-        let files = handles::dataset_files(location, options)?;
-        Ok(env.byte_array_from_slice(files.join("\n").as_bytes())?)
+        let dataset = handles::dataset_files(location, options)?;
+        let mut lines = vec![dataset.schema_file.unwrap_or_default()];
+        lines.extend(dataset.files);
+        Ok(env.byte_array_from_slice(lines.join("\n").as_bytes())?)
     })
     .resolve::<ThrowLooseleafException>()
 }

@@ -10,11 +10,49 @@ mod commit_log;
 
 pub use commit_log::{COMMITS_DIR, Commit, CommitLog, CommitMode, FORMAT_VERSION};
 
-use crate::error::Result;
+use crate::error::{Error, Result};
 use crate::storage::{Location, StorageOptions};
 
 /// Suffix of data files.
 pub const DATA_SUFFIX: &str = ".leaf";
+
+/// The schema file of a directory without a commit log, if it has one (a dataset that may be
+/// empty keeps its schema there).
+pub const LEGACY_SCHEMA_FILE: &str = "_schema.leaf";
+
+/// What a path names as a dataset: its data files and the file holding its schema, if any
+/// other than the first data file.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct DatasetFiles {
+    /// The data files, in order (see [`directory_files`]).
+    pub files: Vec<String>,
+    /// The dataset's schema file: its last commit's, or a directory's `_schema.leaf`.
+    pub schema_file: Option<String>,
+}
+
+/// The dataset `location` names: itself if it is a `.leaf` file, else the dataset directory
+/// (or prefix) there (see [`directory_files`]).
+///
+/// # Errors
+/// [`Error::InvalidArgument`] naming `location` if it names no data file and no schema;
+/// [`Error::Io`] if the store fails; [`Error::Corrupt`] for a commit that does not parse.
+pub async fn resolve(location: &Location, options: &StorageOptions) -> Result<DatasetFiles> {
+    let text = location.to_string();
+    if text.ends_with(DATA_SUFFIX) && location.exists(options).await? {
+        return Ok(DatasetFiles { files: vec![text], schema_file: None });
+    }
+    let found = if let Some(log) = CommitLog::read(location, options).await? {
+        DatasetFiles { files: log.files(location)?, schema_file: Some(log.schema_file(location)?) }
+    } else {
+        let legacy = location.child(LEGACY_SCHEMA_FILE)?;
+        let schema_file = legacy.exists(options).await?.then(|| legacy.to_string());
+        DatasetFiles { files: directory_files(location, options, false).await?, schema_file }
+    };
+    if found.files.is_empty() && found.schema_file.is_none() {
+        return Err(Error::invalid_argument(format!("{text}: no looseleaf files there")));
+    }
+    Ok(found)
+}
 
 /// Whether readers skip a file or directory of this name.
 pub fn is_hidden(name: &str) -> bool {

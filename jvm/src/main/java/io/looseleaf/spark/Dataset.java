@@ -11,19 +11,25 @@ import org.apache.spark.sql.types.StructType;
 import org.apache.spark.sql.util.ArrowUtils;
 import org.apache.spark.sql.util.CaseInsensitiveStringMap;
 
-/** The files a read names, their storage options and their schema (that of the first file). */
+/**
+ * The files a read names, their storage options and their schema (that of the dataset's schema
+ * file, else of its first file).
+ */
 final class Dataset implements Serializable {
   static final String STORAGE_PREFIX = "storage.";
 
   final List<String> files;
+  /** The file holding the dataset's schema, if not its first data file (null). */
+  final String schemaFile;
   final Map<String, String> storageOptions;
   final int batchSize;
   final long maxPartitionBytes;
   private transient Schema arrowSchema;
 
   private Dataset(
-      List<String> files, Map<String, String> storageOptions, int batchSize, long maxPartitionBytes) {
-    this.files = files;
+      List<String> listing, Map<String, String> storageOptions, int batchSize, long maxPartitionBytes) {
+    this.schemaFile = listing.get(0).isEmpty() ? null : listing.get(0);
+    this.files = listing.subList(1, listing.size());
     this.storageOptions = storageOptions;
     this.batchSize = batchSize;
     this.maxPartitionBytes = maxPartitionBytes;
@@ -53,16 +59,17 @@ final class Dataset implements Serializable {
   }
 
   /**
-   * The files a path names, chosen by the core ({@code looseleaf::dataset}): the path itself if
-   * it is a {@code .leaf} file, else the files a reader sees in the directory (those its commit
-   * log makes visible, or its visible {@code *.leaf} files).
+   * The schema file (an empty string if none) then the data files a path names, chosen by the
+   * core ({@code looseleaf::dataset::resolve}): the path itself if it is a {@code .leaf} file,
+   * else the files a reader sees in the directory (those its commit log makes visible, or its
+   * visible {@code *.leaf} files).
    */
   private static List<String> listFiles(String path, Map<String, String> storageOptions) {
     NativeReader.load();
     String listed =
         new String(
             NativeReader.datasetFiles(LooseleafFile.request(path, storageOptions)), StandardCharsets.UTF_8);
-    return List.of(listed.split("\n"));
+    return List.of(listed.split("\n", -1));
   }
 
   LooseleafFile open(String file) {
@@ -71,7 +78,7 @@ final class Dataset implements Serializable {
 
   Schema arrowSchema() {
     if (arrowSchema == null) {
-      try (LooseleafFile file = open(files.get(0))) {
+      try (LooseleafFile file = open(schemaFile != null ? schemaFile : files.get(0))) {
         arrowSchema = file.arrowSchema();
       }
     }
