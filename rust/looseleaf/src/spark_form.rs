@@ -273,12 +273,11 @@ fn decimal(values: PrimitiveArray<Decimal128Type>, precision: u8, scale: i8) -> 
 /// The values of a timestamp or duration array of `unit`, in microseconds; `Err` if one is
 /// not a whole microsecond or overflows.
 fn to_micros(values: &ArrayRef, unit: TimeUnit) -> std::result::Result<ScalarBuffer<i64>, ()> {
-    let data = values.to_data();
-    let raw: &[i64] = data.buffers().first().map(|b| b.typed_data::<i64>()).unwrap_or_default();
-    let raw = raw.get(data.offset()..data.offset() + data.len()).ok_or(())?;
-    let valid = |i: usize| data.is_valid(i);
+    // Timestamps and durations are 64-bit integers: read them as such (checked, never a panic).
+    let data = values.to_data().into_builder().data_type(DataType::Int64).build().map_err(|_| ())?;
+    let ints = PrimitiveArray::<Int64Type>::from(data);
     let convert = |(i, v): (usize, &i64)| -> std::result::Result<i64, ()> {
-        if !valid(i) {
+        if ints.is_null(i) {
             return Ok(0);
         }
         match unit {
@@ -288,7 +287,7 @@ fn to_micros(values: &ArrayRef, unit: TimeUnit) -> std::result::Result<ScalarBuf
             TimeUnit::Nanosecond => (v % 1_000 == 0).then_some(v / 1_000).ok_or(()),
         }
     };
-    raw.iter().enumerate().map(convert).collect::<std::result::Result<Vec<_>, _>>().map(ScalarBuffer::from)
+    ints.values().iter().enumerate().map(convert).collect::<std::result::Result<Vec<_>, _>>().map(ScalarBuffer::from)
 }
 
 #[cfg(test)]
