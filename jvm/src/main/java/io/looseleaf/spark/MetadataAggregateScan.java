@@ -73,7 +73,7 @@ final class MetadataAggregateScan implements Scan, Batch {
       schema = schema.add(f.toString() + "#" + i, columns.apply(column).dataType(), true);
     }
     Object[] values = new Object[functions.length];
-    BigInteger[][] extremes = new BigInteger[functions.length][];
+    BigInteger[] extremes = new BigInteger[functions.length];
     long rows = 0;
     for (String path : dataset.files) {
       try (LooseleafFile file = dataset.open(path)) {
@@ -90,9 +90,9 @@ final class MetadataAggregateScan implements Scan, Batch {
           if (value == null) {
             continue;
           }
-          BigInteger[] best = extremes[i];
-          if (best == null || (functions[i] instanceof Min ? value.compareTo(best[0]) < 0 : value.compareTo(best[0]) > 0)) {
-            extremes[i] = new BigInteger[] {value};
+          BigInteger best = extremes[i];
+          if (best == null || (functions[i] instanceof Min ? value.compareTo(best) < 0 : value.compareTo(best) > 0)) {
+            extremes[i] = value;
           }
         }
       }
@@ -101,7 +101,7 @@ final class MetadataAggregateScan implements Scan, Batch {
       if (bounded[i] == null) {
         values[i] = rows;
       } else if (extremes[i] != null) {
-        values[i] = sparkValue(extremes[i][0], columns.apply(bounded[i]).dataType());
+        values[i] = sparkValue(extremes[i], columns.apply(bounded[i]).dataType());
       }
     }
     return new MetadataAggregateScan(dataset, schema, values);
