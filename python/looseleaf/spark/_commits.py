@@ -1,5 +1,7 @@
 """The commit log of a dataset directory: which data files a reader sees, made visible by one
-small write per job, so that no step needs an atomic rename (object stores have none).
+small write per job, so that no step needs an atomic rename (object stores have none). The
+core reads and writes it (``looseleaf::dataset``: ``CommitLog``, and ``WriteJob``, which the
+Python data source and the JVM connector both drive); this module shows it to Python.
 
 Layout of a directory written by the data source::
 
@@ -20,24 +22,13 @@ is one.
 
 from __future__ import annotations
 
-import json
-import time
-import uuid
 from dataclasses import dataclass
 
 from .. import _looseleaf
 from ._storage import Storage
 
-COMMITS_DIR = "_commits"
-SCHEMAS_DIR = "_schemas"
 #: The schema file of directories without a commit log.
 LEGACY_SCHEMA_FILE = "_schema.leaf"
-FORMAT_VERSION = 1
-
-
-def new_job_id() -> str:
-    """A job id that sorts by start time."""
-    return f"{time.time_ns():020d}-{uuid.uuid4().hex[:12]}"
 
 
 @dataclass(frozen=True)
@@ -48,17 +39,6 @@ class Commit:
     mode: str
     files: tuple[str, ...]
     schema: str
-
-    def to_json(self) -> bytes:
-        return json.dumps(
-            {
-                "version": FORMAT_VERSION,
-                "job": self.job,
-                "mode": self.mode,
-                "files": list(self.files),
-                "schema": self.schema,
-            }
-        ).encode()
 
 
 @dataclass(frozen=True)
@@ -89,35 +69,3 @@ def read_log(directory: str, storage: Storage) -> CommitLog | None:
     return CommitLog(
         directory, tuple(Commit(job, mode, tuple(files), schema) for job, mode, files, schema in commits)
     )
-
-
-def start_log(directory: str, storage: Storage, schema_data: bytes, legacy: list[str]) -> CommitLog:
-    """Starts the commit log of a directory that has none, before a job's tasks write into it
-    (else a reader listing the directory could see their files before the commit): a first
-    commit adopts the files already there (``legacy``), with ``schema_data`` (a looseleaf file
-    with no rows) as their schema."""
-    job = new_job_id()
-    schema = f"{SCHEMAS_DIR}/{job}.leaf"
-    storage.write_bytes(storage.join(directory, schema), schema_data)
-    commit = Commit(job, "overwrite", tuple(storage.name(f) for f in legacy), schema)
-    write_commit(directory, storage, commit)
-    return CommitLog(directory, (commit,))
-
-
-def mark_aborted(directory: str, storage: Storage, job: str) -> None:
-    """Records that ``job`` was aborted, before its files are deleted (see :func:`job_ended`)."""
-    storage.write_bytes(storage.join(directory, f"{COMMITS_DIR}/{job}.aborted"), b"")
-
-
-def job_ended(directory: str, storage: Storage, job: str) -> bool:
-    """Whether ``job`` was committed or aborted. A task attempt that finishes its file after
-    that (Spark does not wait for the attempts it cancels or that lost) deletes the file
-    itself: the driver's cleanup, which lists the directory only after writing the commit or
-    the abort marker, may have missed it, and no commit will ever name it."""
-    commits = storage.join(directory, COMMITS_DIR)
-    return any(storage.is_file(storage.join(commits, f"{job}{end}")) for end in (".json", ".aborted"))
-
-
-def write_commit(directory: str, storage: Storage, commit: Commit) -> None:
-    """Makes ``commit``'s files visible (one write, seen whole or not at all)."""
-    storage.write_bytes(storage.join(directory, f"{COMMITS_DIR}/{commit.job}.json"), commit.to_json())

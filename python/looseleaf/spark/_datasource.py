@@ -30,26 +30,14 @@ from pyspark.sql.datasource import (
 from pyspark.sql.types import StructType
 
 from .. import _looseleaf
-from ..exceptions import InvalidArgumentError, NotFoundError, SchemaMismatchError
+from ..exceptions import NotFoundError, SchemaMismatchError
 from ..reader import FileReader
 from ..reader import open as open_file
-from ..writer import FileWriter, write_table
-from ._commits import (
-    COMMITS_DIR,
-    SCHEMAS_DIR,
-    Commit,
-    job_ended,
-    mark_aborted,
-    new_job_id,
-    read_log,
-    start_log,
-    write_commit,
-)
+from ..writer import FileWriter
 from ._dataset import (
     DATA_SUFFIX,
     FileInfo,
     FileRange,
-    directory_files,
     file_info,
     list_files,
     open_files,
@@ -184,50 +172,18 @@ class LooseleafCommitMessage(WriterCommitMessage):
 
 
 class LooseleafWriter(DataSourceArrowWriter):
-    """Writes one ``.leaf`` file per task, made visible when the job commits (see
-    :mod:`._commits`)."""
+    """Writes one ``.leaf`` file per task, made visible when the job commits: the steps of the
+    core's write job (``looseleaf::dataset::WriteJob``, the JVM connector's too), see
+    :mod:`._commits`."""
 
     def __init__(self, options: WriteOptions, schema: StructType, overwrite: bool) -> None:
-        self.storage = options.storage
-        self.directory = normalize(options.path)
         self.page_size = options.page_size
         self.compression = options.compression
-        self.overwrite = overwrite
+        self.storage_kwargs = options.storage.open_kwargs()
         self.arrow_schema = spark_to_arrow_schema(schema)
-        if self.storage.is_file(self.directory):
-            raise InvalidArgumentError(f"{self.directory}: not a directory")
-        log = read_log(self.directory, self.storage)
-        if not overwrite:
-            self._check_append(schema)
-        if log is None:
-            # Before any task writes: from now on only committed files are visible.
-            legacy, _ = directory_files(self.directory, False, self.storage)
-            self._start_log(legacy)
-        # Drawn after the log's first commit, so that this job's commit sorts after it.
-        self.job_id = new_job_id()
-
-    def _start_log(self, legacy: list[str]) -> None:
-        source = schema_file([self.directory], self.storage) or (legacy[0] if legacy else None)
-        schema = (
-            open_file(source, **self.storage.open_kwargs()).schema
-            if source is not None
-            else self.arrow_schema
+        self.job = _looseleaf.WriteJob.begin(
+            normalize(options.path), self.arrow_schema, overwrite, **self.storage_kwargs
         )
-        start_log(self.directory, self.storage, _schema_bytes(schema), legacy)
-
-    def _check_append(self, schema: StructType) -> None:
-        existing = schema_file([self.directory], self.storage)
-        if existing is None:
-            files, _ = directory_files(self.directory, False, self.storage)
-            existing = files[0] if files else None
-        if existing is None:
-            return
-        have = _spark_string(arrow_to_spark_schema(open_file(existing, **self.storage.open_kwargs()).schema))
-        new = _spark_string(as_nullable(schema))
-        if have != new:
-            raise SchemaMismatchError(
-                f"{self.directory}: cannot append rows of schema ({new}) to a dataset of schema ({have})"
-            )
 
     def write(self, iterator: Iterator[pa.RecordBatch]) -> LooseleafCommitMessage:
         from pyspark import TaskContext
@@ -235,14 +191,14 @@ class LooseleafWriter(DataSourceArrowWriter):
         context = TaskContext.get()
         partition = context.partitionId() if context is not None else 0
         attempt = context.taskAttemptId() if context is not None else 0
-        name = f"part-{partition:05d}-{self.job_id}-{attempt}{DATA_SUFFIX}"
+        name = self.job.task_file(partition, attempt)
         writer: FileWriter | None = None
         try:
             for batch in iterator:
                 if batch.num_rows == 0:
                     continue
                 if writer is None:
-                    writer = self._file_writer(self.storage.join(self.directory, name))
+                    writer = self._file_writer(self.job.location_of(name))
                 writer.write_batch(cast_batch(batch, self.arrow_schema))
             if writer is None:
                 return LooseleafCommitMessage(None, 0, 0)
@@ -251,59 +207,21 @@ class LooseleafWriter(DataSourceArrowWriter):
             if writer is not None and not writer.closed:
                 writer.abort()
             raise
-        if job_ended(self.directory, self.storage, self.job_id):
-            # Too late: the job was committed or aborted without this attempt.
-            self.storage.delete(self.storage.join(self.directory, name))
-            return LooseleafCommitMessage(None, 0, 0)
+        if not self.job.keep_task_file(name):
+            return LooseleafCommitMessage(None, 0, 0)  # the job ended without this attempt
         return LooseleafCommitMessage(name, result["num_rows"], result["num_bytes"])
 
     def _file_writer(self, path: str) -> FileWriter:
-        options: dict[str, Any] = {"page_size": self.page_size, **self.storage.open_kwargs()}
+        options: dict[str, Any] = {"page_size": self.page_size, **self.storage_kwargs}
         if self.compression is not None:
             options["compression"] = self.compression
         return FileWriter(path, self.arrow_schema, **options)
 
     def commit(self, messages: list[LooseleafCommitMessage | None]) -> None:
-        names = tuple(m.name for m in messages if m is not None and m.name is not None)
-        before = read_log(self.directory, self.storage)
-        schema = f"{SCHEMAS_DIR}/{self.job_id}.leaf"
-        self.storage.write_bytes(self.storage.join(self.directory, schema), _schema_bytes(self.arrow_schema))
-        mode = "overwrite" if self.overwrite else "append"
-        write_commit(self.directory, self.storage, Commit(self.job_id, mode, names, schema))
-        # Committed. What follows only tidies up: a driver dying here leaves files no reader
-        # sees (see docs/spark.md).
-        self._delete_job_files(keep=set(names))
-        if self.overwrite and before is not None:
-            for commit in before.commits:
-                for name in commit.files:
-                    self.storage.delete(self.storage.join(self.directory, name))
-                self.storage.delete(self.storage.join(self.directory, f"{COMMITS_DIR}/{commit.job}.json"))
-                self.storage.delete(self.storage.join(self.directory, commit.schema))
+        self.job.commit([m.name for m in messages if m is not None and m.name is not None], self.arrow_schema)
 
     def abort(self, messages: list[LooseleafCommitMessage | None]) -> None:
-        # The marker first: an attempt still running sees it once its file is complete and
-        # deletes the file, which the listing below may not have found yet.
-        mark_aborted(self.directory, self.storage, self.job_id)
-        self._delete_job_files(keep=set())
-
-    def _delete_job_files(self, keep: set[str]) -> None:
-        """Deletes this job's data files but those in ``keep`` (attempts that lost, or every
-        file of an aborted job)."""
-        for location, _ in self.storage.list(self.directory):
-            name = self.storage.name(location)
-            if self.job_id in name and name.endswith(DATA_SUFFIX) and name not in keep:
-                self.storage.delete(location)
-
-
-def _schema_bytes(schema: pa.Schema) -> bytes:
-    """A looseleaf file of ``schema`` with no rows: a dataset's schema file (written in the
-    process's memory store, then read back whole)."""
-    path = f"memory://schemas/{new_job_id()}.leaf"
-    write_table(schema.empty_table(), path)
-    try:
-        return _looseleaf.read_object(path)
-    finally:
-        _looseleaf.delete_object(path)
+        self.job.abort()
 
 
 class LooseleafDataSource(DataSource):

@@ -1,6 +1,7 @@
 //! Python bindings of looseleaf: registration only; one module per Python concept.
 
 mod arrow;
+mod dataset;
 mod errors;
 mod options;
 mod reader;
@@ -38,12 +39,13 @@ fn _looseleaf(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<arrow::PyReadStream>()?;
     m.add_class::<arrow::PyBatches>()?;
     m.add_class::<arrow::PyArrowSchema>()?;
+    m.add_class::<dataset::PyWriteJob>()?;
     m.add_function(wrap_pyfunction!(options::check_read_options, m)?)?;
     m.add_function(wrap_pyfunction!(options::parse_size, m)?)?;
     m.add_function(wrap_pyfunction!(options::parse_location, m)?)?;
     m.add_function(wrap_pyfunction!(storage::list_objects, m)?)?;
-    m.add_function(wrap_pyfunction!(storage::dataset_files, m)?)?;
-    m.add_function(wrap_pyfunction!(storage::read_commit_log, m)?)?;
+    m.add_function(wrap_pyfunction!(dataset::dataset_files, m)?)?;
+    m.add_function(wrap_pyfunction!(dataset::read_commit_log, m)?)?;
     m.add_function(wrap_pyfunction!(storage::object_exists, m)?)?;
     m.add_function(wrap_pyfunction!(storage::read_object, m)?)?;
     m.add_function(wrap_pyfunction!(storage::write_object, m)?)?;

@@ -1,6 +1,6 @@
 //! `storage_options` from Python (a mapping of `object_store` keys to values, as pylance,
 //! delta-rs and polars take it), and whole objects at any location, for the dataset layers
-//! (the Spark data source lists, commits and cleans up through these).
+//! (the Spark data source lists and reads small files through these).
 
 use looseleaf::{Location, StorageOptions};
 use pyo3::prelude::*;
@@ -33,7 +33,7 @@ pub fn storage_options(options: Option<&Bound<'_, PyAny>>) -> PyResult<StorageOp
 }
 
 /// The location and storage options of a call.
-fn at(location: &str, options: Option<&Bound<'_, PyAny>>) -> PyResult<(Location, StorageOptions)> {
+pub fn at(location: &str, options: Option<&Bound<'_, PyAny>>) -> PyResult<(Location, StorageOptions)> {
     Ok((Location::parse(location).py_err()?, storage_options(options)?))
 }
 
@@ -49,48 +49,6 @@ pub fn list_objects(
     let (location, options) = at(location, storage_options)?;
     let objects = wait(py, async move { location.list(&options, recursive).await })?.py_err()?;
     Ok(objects.into_iter().map(|o| (o.location, o.size)).collect())
-}
-
-/// The data files a reader sees in the dataset directory `location` (see
-/// `looseleaf::dataset::directory_files`).
-#[pyfunction]
-#[pyo3(signature = (location, *, storage_options = None, recursive = false))]
-pub fn dataset_files(
-    py: Python<'_>,
-    location: &str,
-    storage_options: Option<&Bound<'_, PyAny>>,
-    recursive: bool,
-) -> PyResult<Vec<String>> {
-    let (location, options) = at(location, storage_options)?;
-    wait(py, async move { looseleaf::dataset::directory_files(&location, &options, recursive).await })?.py_err()
-}
-
-/// A commit as Python receives it: `(job, mode, files, schema)`.
-type PyCommit = (String, &'static str, Vec<String>, String);
-
-/// The commits of the dataset directory `location`, oldest first, as `(job, mode, files,
-/// schema)`; `None` without a commit log.
-#[pyfunction]
-#[pyo3(signature = (location, *, storage_options = None))]
-pub fn read_commit_log(
-    py: Python<'_>,
-    location: &str,
-    storage_options: Option<&Bound<'_, PyAny>>,
-) -> PyResult<Option<Vec<PyCommit>>> {
-    let (location, options) = at(location, storage_options)?;
-    let log = wait(py, async move { looseleaf::dataset::CommitLog::read(&location, &options).await })?.py_err()?;
-    Ok(log.map(|log| {
-        log.commits
-            .into_iter()
-            .map(|c| {
-                let mode = match c.mode {
-                    looseleaf::dataset::CommitMode::Append => "append",
-                    looseleaf::dataset::CommitMode::Overwrite => "overwrite",
-                };
-                (c.job, mode, c.files, c.schema)
-            })
-            .collect()
-    }))
 }
 
 /// Whether an object exists at `location`.

@@ -116,6 +116,35 @@ pub fn data_type(from: &DataType, path: &str) -> Result<DataType> {
     })
 }
 
+/// Whether Spark sees two schemas in its form (from [`schema`]) as the same: the same column
+/// names and types, whatever the names of list items and map entries, string and binary
+/// offset widths and timestamp zones (any zone is Spark's `TimestampType`).
+pub fn same_spark_schema(a: &Schema, b: &Schema) -> bool {
+    same_fields(a.fields(), b.fields())
+}
+
+fn same_fields(a: &Fields, b: &Fields) -> bool {
+    a.len() == b.len()
+        && a.iter().zip(b.iter()).all(|(x, y)| x.name() == y.name() && same_type(x.data_type(), y.data_type()))
+}
+
+fn same_type(a: &DataType, b: &DataType) -> bool {
+    use DataType::{Binary, LargeBinary, LargeUtf8, List, Map, Struct, Timestamp, Utf8};
+    match (a, b) {
+        (Utf8 | LargeUtf8, Utf8 | LargeUtf8) | (Binary | LargeBinary, Binary | LargeBinary) => true,
+        (Timestamp(x, zx), Timestamp(y, zy)) => x == y && zx.is_some() == zy.is_some(),
+        (List(x), List(y)) => same_type(x.data_type(), y.data_type()),
+        (Map(x, _), Map(y, _)) => match (x.data_type(), y.data_type()) {
+            (Struct(x), Struct(y)) => {
+                x.len() == y.len() && x.iter().zip(y.iter()).all(|(x, y)| same_type(x.data_type(), y.data_type()))
+            }
+            _ => false,
+        },
+        (Struct(x), Struct(y)) => same_fields(x, y),
+        _ => a == b,
+    }
+}
+
 /// `batch` in the form of `target` (from [`schema`] of the batch's schema), columns by position.
 ///
 /// # Errors

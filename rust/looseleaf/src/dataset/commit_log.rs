@@ -1,7 +1,7 @@
 //! The commit log of a dataset directory: which data files a reader sees, made visible by one
 //! small write per job, so that no step needs an atomic rename (object stores have none).
 //!
-//! Layout (written by the Spark data source, `python/looseleaf/spark/_commits.py`):
+//! Layout (written through [`super::WriteJob`] by the Spark data sources):
 //!
 //! ```text
 //! part-00000-<job>-<attempt>.leaf     data files, written by the tasks directly in place
@@ -16,7 +16,7 @@
 //! commit, with the schema of the last commit; data files no commit names (a job running,
 //! failed, or whose driver died before committing) are invisible.
 
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 
 use crate::error::{Error, Result};
 use crate::storage::{Location, StorageOptions};
@@ -27,7 +27,7 @@ pub const COMMITS_DIR: &str = "_commits";
 pub const FORMAT_VERSION: u64 = 1;
 
 /// What a commit does to the files before it.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize)]
 #[serde(rename_all = "lowercase")]
 pub enum CommitMode {
     /// Adds its files to those visible.

@@ -7,8 +7,10 @@
 //! files: `_temporary`, `.crc`, ...).
 
 mod commit_log;
+mod write_job;
 
 pub use commit_log::{COMMITS_DIR, Commit, CommitLog, CommitMode, FORMAT_VERSION};
+pub use write_job::{SCHEMAS_DIR, WriteJob};
 
 use crate::error::{Error, Result};
 use crate::storage::{Location, StorageOptions};
