@@ -355,7 +355,7 @@ mod tests {
         let job = WriteJob::begin(&dir, &options, &schema(DataType::Utf8), CommitMode::Append).await.unwrap();
         let log = CommitLog::read(&dir, &options).await.unwrap().unwrap();
         assert_eq!(log.commits.len(), 1);
-        assert_eq!(log.commits[0].files, [legacy.clone()]);
+        assert_eq!(log.commits[0].files, [legacy]);
         assert!(job.id() > log.commits[0].job.as_str());
         let new = write_task(&job, 0, &[2]).await;
         job.commit(std::slice::from_ref(&new), &schema(DataType::Utf8)).await.unwrap();
