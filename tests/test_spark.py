@@ -30,7 +30,7 @@ from strategies import nested_tables, random_nested_array, random_nested_type
 
 
 def _read(spark, path, **options):
-    return spark.read.format("looseleaf").options(**options).load(str(path))
+    return spark.read.format(ls.python_format(spark)).options(**options).load(str(path))
 
 
 def _sorted(table: pa.Table, key: str = "id") -> pa.Table:
@@ -361,7 +361,7 @@ def test_spark_write_then_read_round_trip(spark, tmp_path, make):
     df = spark.createDataFrame(source, schema=ls.arrow_to_spark_schema(source.schema)).repartition(3)
     expected = df.toArrow()
     out = tmp_path / "ds"
-    df.write.format("looseleaf").mode("overwrite").save(str(out))
+    df.write.format(ls.python_format(spark)).mode("overwrite").save(str(out))
 
     files = _visible_files(out)
     assert len(files) == 3
@@ -505,15 +505,15 @@ def test_columns_option_reads_only_those_columns(spark, tmp_path):
 
 def test_user_schema_projects_and_is_checked(spark, tmp_path):
     looseleaf.write_table(pa.table({"a": [1, 2], "b": ["x", "y"], "c": [1.5, 2.5]}), tmp_path / "t.leaf")
-    df = spark.read.format("looseleaf").schema("c double, a bigint").load(str(tmp_path))
+    df = spark.read.format(ls.python_format(spark)).schema("c double, a bigint").load(str(tmp_path))
     assert sorted(df.collect()) == [(1.5, 1), (2.5, 2)]
-    wrong = spark.read.format("looseleaf").schema("a string").load(str(tmp_path))
+    wrong = spark.read.format(ls.python_format(spark)).schema("a string").load(str(tmp_path))
     with pytest.raises(Exception, match=r"t\.leaf: the columns read have types \(a: bigint\)"):
         wrong.collect()
 
 
 def test_hidden_uncommitted_and_staging_files_are_ignored(spark, tmp_path):
-    spark.range(5).write.format("looseleaf").mode("overwrite").save(str(tmp_path))
+    spark.range(5).write.format(ls.python_format(spark)).mode("overwrite").save(str(tmp_path))
     # A data file no commit names (a job that died before committing) is not read either.
     looseleaf.write_table(pa.table({"id": pa.array([77], pa.int64())}), tmp_path / "part-99999-x.leaf")
     junk = pa.table({"id": pa.array([99], pa.int64())})
@@ -527,11 +527,22 @@ def test_hidden_uncommitted_and_staging_files_are_ignored(spark, tmp_path):
     assert sorted(r["id"] for r in _read(spark, glob).collect()) == list(range(5))
 
 
-def test_append_adds_files_and_overwrite_replaces_them(spark, tmp_path):
+@pytest.fixture(params=["python", "jvm"])
+def write_format(request, spark):
+    """The data source writing: the Python one, or the JVM connector's (the same commit
+    protocol, the core's ``WriteJob``); reads stay with the Python source."""
+    if request.param == "python":
+        return ls.python_format(spark)
+    if not ls.jvm_enabled(spark):
+        pytest.skip("the JVM connector was not built (see the session's stderr)")
+    return ls.JVM_FORMAT
+
+
+def test_append_adds_files_and_overwrite_replaces_them(spark, tmp_path, write_format):
     out = str(tmp_path / "ds")
-    spark.range(0, 10, 1, 2).write.format("looseleaf").mode("overwrite").save(out)
+    spark.range(0, 10, 1, 2).write.format(write_format).mode("overwrite").save(out)
     first = _visible_files(out)
-    spark.range(10, 15, 1, 1).write.format("looseleaf").mode("append").save(out)
+    spark.range(10, 15, 1, 1).write.format(write_format).mode("append").save(out)
     second = _visible_files(out)
     assert len(first) == 2
     assert len(second) == 3
@@ -539,20 +550,20 @@ def test_append_adds_files_and_overwrite_replaces_them(spark, tmp_path):
     assert sorted(r["id"] for r in _read(spark, out).collect()) == list(range(15))
 
     with pytest.raises(Exception, match="cannot append rows of schema"):
-        spark.range(3).selectExpr("cast(id as string) as id").write.format("looseleaf").mode("append").save(
+        spark.range(3).selectExpr("cast(id as string) as id").write.format(write_format).mode("append").save(
             out
         )
     with pytest.raises(Exception, match=r"Append.*Overwrite"):
-        spark.range(3).write.format("looseleaf").save(out)  # default mode: error if exists
+        spark.range(3).write.format(write_format).save(out)  # default mode: error if exists
 
-    spark.range(100, 103, 1, 1).write.format("looseleaf").mode("overwrite").save(out)
+    spark.range(100, 103, 1, 1).write.format(write_format).mode("overwrite").save(out)
     assert len(_visible_files(out)) == 1
     assert sorted(r["id"] for r in _read(spark, out).collect()) == [100, 101, 102]
 
 
-def test_a_failed_write_leaves_nothing_readable(spark, tmp_path):
+def test_a_failed_write_leaves_nothing_readable(spark, tmp_path, write_format):
     out = tmp_path / "ds"
-    spark.range(0, 4).write.format("looseleaf").mode("overwrite").save(str(out))
+    spark.range(0, 4).write.format(write_format).mode("overwrite").save(str(out))
     before = sorted(os.listdir(out))
 
     @F.udf("long")
@@ -565,7 +576,7 @@ def test_a_failed_write_leaves_nothing_readable(spark, tmp_path):
     failing = spark.range(0, 20, 1, 2).select(fail_in_one_partition("id").alias("id"))
     for mode in ["overwrite", "append"]:
         with pytest.raises(Exception, match="this task fails"):
-            failing.write.format("looseleaf").mode(mode).save(str(out))
+            failing.write.format(write_format).mode(mode).save(str(out))
         # No new file, no staging left, old data kept. The other task may still be finishing
         # when the job fails: it deletes its own file once it sees the job aborted.
         deadline = time.monotonic() + 30
@@ -576,13 +587,13 @@ def test_a_failed_write_leaves_nothing_readable(spark, tmp_path):
 
     fresh = tmp_path / "fresh"
     with pytest.raises(Exception, match="this task fails"):
-        failing.write.format("looseleaf").mode("overwrite").save(str(fresh))
+        failing.write.format(write_format).mode("overwrite").save(str(fresh))
     assert not fresh.exists() or list_files([str(fresh)]) == []
 
 
 def test_a_corrupt_file_fails_the_read_naming_it(spark, tmp_path):
     written = tmp_path / "written"
-    spark.range(10).write.format("looseleaf").mode("overwrite").save(str(written))
+    spark.range(10).write.format(ls.python_format(spark)).mode("overwrite").save(str(written))
     good = os.path.join(written, _visible_files(written)[0])
     # A directory without a commit log, as files copied in by other means make one: every
     # file in it is read.
@@ -603,9 +614,9 @@ def test_a_corrupt_file_fails_the_read_naming_it(spark, tmp_path):
 
 
 def test_empty_dataset_keeps_its_schema(spark, tmp_path):
-    spark.range(0).selectExpr("id", "cast(id as string) s").write.format("looseleaf").mode("overwrite").save(
-        str(tmp_path)
-    )
+    spark.range(0).selectExpr("id", "cast(id as string) s").write.format(ls.python_format(spark)).mode(
+        "overwrite"
+    ).save(str(tmp_path))
     assert _visible_files(tmp_path) == []
     df = _read(spark, tmp_path)
     assert df.dtypes == [("id", "bigint"), ("s", "string")]
@@ -616,7 +627,7 @@ def test_filter_pushdown_keeps_results_exact(spark, tmp_path):
     if not ls.SUPPORTS_FILTER_PUSHDOWN:
         pytest.skip("this PySpark has no filter pushdown (4.1+)")
     spark.range(0, 100, 1, 2).selectExpr("id", "named_struct('x', id % 10) as s").write.format(
-        "looseleaf"
+        ls.python_format(spark)
     ).mode("overwrite").save(str(tmp_path))
     conf = "spark.sql.python.filterPushdown.enabled"
     spark.conf.set(conf, "true")
@@ -683,7 +694,7 @@ def test_s3_write_then_read(spark, s3):
     df = spark.createDataFrame(source, schema=ls.arrow_to_spark_schema(source.schema)).repartition(3)
     out = "s3a://spark/flat"
     options = _storage_options(s3)
-    df.write.format("looseleaf").options(**options).mode("overwrite").save(out)
+    df.write.format(ls.python_format(spark)).options(**options).mode("overwrite").save(out)
     back = _read(spark, out, **options)
     _assert_same_rows(back.toArrow(), df.toArrow())
     # The files, from plain Python: three data files, committed.
@@ -695,14 +706,14 @@ def test_s3_write_then_read(spark, s3):
     plan = narrow._jdf.queryExecution().toString()
     assert SECRET_KEY not in plan
     assert narrow.count() == source.num_rows
-    df.limit(5).write.format("looseleaf").options(**options).mode("append").save(out)
+    df.limit(5).write.format(ls.python_format(spark)).options(**options).mode("append").save(out)
     assert _read(spark, out, **options).count() == source.num_rows + 5
 
 
 def test_s3_failed_job_leaves_nothing_readable(spark, s3):
     out = "s3://spark/failing"
     options = _storage_options(s3)
-    spark.range(0, 4).write.format("looseleaf").options(**options).mode("overwrite").save(out)
+    spark.range(0, 4).write.format(ls.python_format(spark)).options(**options).mode("overwrite").save(out)
     storage = ls.ReadOptions.parse({**options, "path": out}).storage
     before = storage.list(out, recursive=True)
 
@@ -715,7 +726,7 @@ def test_s3_failed_job_leaves_nothing_readable(spark, s3):
 
     failing = spark.range(0, 20, 1, 2).select(fail_in_one_partition("id").alias("id"))
     with pytest.raises(Exception, match="this task fails"):
-        failing.write.format("looseleaf").options(**options).mode("overwrite").save(out)
+        failing.write.format(ls.python_format(spark)).options(**options).mode("overwrite").save(out)
 
     def left() -> list:
         return [entry for entry in storage.list(out, recursive=True) if entry not in before]
@@ -734,7 +745,9 @@ def test_s3_failed_job_leaves_nothing_readable(spark, s3):
 def test_s3_map_in_arrow_helpers(spark, s3):
     options = _storage_options(s3)
     out = "s3://spark/mapped"
-    spark.range(0, 1000, 1, 4).write.format("looseleaf").options(**options).mode("overwrite").save(out)
+    spark.range(0, 1000, 1, 4).write.format(ls.python_format(spark)).options(**options).mode(
+        "overwrite"
+    ).save(out)
     schema = ls.schema_of(out, **options)
     ranges = spark.createDataFrame(ls.list_ranges(out, **options), ls.RANGE_SCHEMA)
     back = ranges.repartition(2).mapInArrow(

@@ -1,10 +1,13 @@
-"""looseleaf from PySpark: a ``looseleaf`` data source and ``mapInArrow`` helpers.
+"""looseleaf from PySpark: the ``looseleaf`` data sources (the JVM connector when the session is
+configured with it, else the Python data source) and ``mapInArrow`` helpers.
 
 >>> import looseleaf.spark  # doctest: +SKIP
 >>> looseleaf.spark.register(spark)  # doctest: +SKIP
 >>> df.write.format("looseleaf").mode("overwrite").save("/data/trades")  # doctest: +SKIP
 >>> spark.read.format("looseleaf").option("columns", "id,meta.score").load("/data/trades")  # doctest: +SKIP
 
+With :func:`configure` (a JVM connector built by ``scripts/build_jvm.sh``), ``format("looseleaf")``
+reads and writes in the JVM and :func:`register` adds the Python source as ``looseleaf-python``.
 Needs PySpark 4.0 or later (its Python Data Source API); ``import looseleaf`` itself never
 imports PySpark. See ``docs/spark.md`` for the options, partitioning, commit protocol, type
 mapping and limitations.
@@ -34,7 +37,7 @@ from ._datasource import (
 )
 from ._datasource import plan_read as _plan_read
 from ._filters import ColumnPredicate
-from ._jvm import JVM_FORMAT, configure, jvm_enabled
+from ._jvm import JVM_FORMAT, PYTHON_FORMAT, configure, jvm_enabled, python_format
 from ._map_in_arrow import (
     RANGE_SCHEMA,
     WRITE_RESULT_SCHEMA,
@@ -53,8 +56,10 @@ _PUSHDOWN_CONF = "spark.sql.python.filterPushdown.enabled"
 
 
 def register(spark: Any, *, filter_pushdown: bool | None = None, **default_options: Any) -> type:
-    """Registers the ``looseleaf`` data source with a SparkSession and returns the class
-    registered.
+    """Registers the Python data source with a SparkSession and returns the class registered;
+    its ``name()`` says which path ``format("looseleaf")`` takes: ``looseleaf`` when the Python
+    source holds the name, ``looseleaf-python`` when the session has the JVM connector
+    (:func:`configure`), which then answers to ``looseleaf``.
 
     ``default_options`` become the session's defaults for every read and write (options given
     to a read win): for example ``targetPartitionBytes="64m"``. Unless given, ``minPartitions``
@@ -77,8 +82,15 @@ def register(spark: Any, *, filter_pushdown: bool | None = None, **default_optio
     base = LooseleafFilteringDataSource if filter_pushdown else LooseleafDataSource
     # A class of its own carries the defaults to the Python workers: cloudpickle sends a class
     # made at run time by value (its bases by reference), since no module holds it by name.
+    name = python_format(spark)
     cls = type(
-        base.__name__, (base,), {"default_options": defaults, "__module__": "looseleaf.spark._session"}
+        base.__name__,
+        (base,),
+        {
+            "default_options": defaults,
+            "__module__": "looseleaf.spark._session",
+            "name": classmethod(lambda _cls: name),
+        },
     )
     spark.dataSource.register(cls)
     return cls
@@ -107,6 +119,7 @@ def plan_read(path: str, **options: Any) -> ReadPlan:
 __all__ = [
     "JVM_FORMAT",
     "NAME",
+    "PYTHON_FORMAT",
     "RANGE_SCHEMA",
     "SUPPORTS_FILTER_PUSHDOWN",
     "WRITE_RESULT_SCHEMA",
@@ -125,6 +138,7 @@ __all__ = [
     "jvm_enabled",
     "list_ranges",
     "plan_read",
+    "python_format",
     "read_ranges",
     "register",
     "schema_of",

@@ -1,5 +1,5 @@
-"""The JVM read path (``format("looseleaf-jvm")``): where its jar and native library are, and
-how a session is configured to use them.
+"""The JVM connector (``format("looseleaf")`` in a session configured with it): where its jar
+and native library are, and how a session is configured to use them.
 
 The jar (``jvm/``) and the JNI library (``rust/looseleaf-jni``) are built from a source checkout
 by ``scripts/build_jvm.sh`` into :func:`default_dir` (``$LOOSELEAF_JVM_DIR``, else
@@ -15,7 +15,10 @@ from pathlib import Path
 from typing import Any
 
 #: The connector's data source name.
-JVM_FORMAT = "looseleaf-jvm"
+JVM_FORMAT = "looseleaf"
+#: The Python data source's name in a session with the connector (Spark refuses a name that a
+#: JVM and a Python source both answer to).
+PYTHON_FORMAT = "looseleaf-python"
 JAR_NAME = "looseleaf-spark.jar"
 LIBRARY_NAME = "liblooseleaf_jni.so"
 #: Spark setting naming the native library (read by ``NativeReader.load``).
@@ -46,7 +49,7 @@ def connector_files(directory: str | os.PathLike[str] | None = None) -> tuple[Pa
 
 def configure(builder: Any, directory: str | os.PathLike[str] | None = None) -> Any:
     """Adds the JVM connector to a ``SparkSession.builder`` (before ``getOrCreate()``) and
-    returns the builder; reads then use ``spark.read.format("looseleaf-jvm")``."""
+    returns the builder; ``format("looseleaf")`` then reads and writes through it."""
     jar, library = connector_files(directory)
     options = getattr(builder, "_options", {})
     jars = [j for j in str(options.get("spark.jars", "")).split(",") if j]
@@ -60,3 +63,9 @@ def jvm_enabled(spark: Any) -> bool:
         return JAR_NAME in str(spark.conf.get("spark.jars", "")) and bool(spark.conf.get(LIBRARY_CONF, ""))
     except Exception:
         return False
+
+
+def python_format(spark: Any) -> str:
+    """The name :func:`looseleaf.spark.register` gives the Python data source in ``spark``:
+    ``looseleaf``, or ``looseleaf-python`` when the JVM connector holds that name."""
+    return PYTHON_FORMAT if jvm_enabled(spark) else JVM_FORMAT

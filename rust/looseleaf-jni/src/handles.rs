@@ -27,7 +27,7 @@ pub fn live_batch_bytes() -> usize {
 
 /// The process's runtime, shared by every reader: Spark runs a task per core, each blocking its
 /// own JVM thread on it while the runtime's workers do the I/O and decoding.
-fn runtime() -> Result<&'static tokio::runtime::Runtime, Failure> {
+pub(crate) fn runtime() -> Result<&'static tokio::runtime::Runtime, Failure> {
     static RUNTIME: OnceLock<Result<tokio::runtime::Runtime, String>> = OnceLock::new();
     RUNTIME
         .get_or_init(|| {
@@ -92,7 +92,7 @@ fn schema_message(schema: &SchemaRef) -> Vec<u8> {
 }
 
 /// Storage options from `key=value` lines.
-fn storage_options(lines: &[String]) -> Result<StorageOptions, Failure> {
+pub(crate) fn storage_options(lines: &[String]) -> Result<StorageOptions, Failure> {
     lines.iter().map(|line| line.split_once('=').ok_or_else(|| Failure::new("a storage option without '='"))).collect()
 }
 

@@ -1,5 +1,6 @@
-//! JNI bindings of looseleaf for the JVM Spark connector (`jvm/`, class
-//! `io.looseleaf.spark.NativeReader`).
+//! JNI bindings of looseleaf for the JVM Spark connector (`jvm/`, classes
+//! `io.looseleaf.spark.NativeReader`, whose methods are here, and `NativeWriter`, whose methods
+//! are in [`native_writer`]).
 //!
 //! The bindings translate only: a reader and a scan are Rust objects behind `long` handles, and
 //! every batch crosses to the JVM as an Arrow IPC record batch message whose body stays in
@@ -14,7 +15,9 @@
 //!   never passes a handle after destroying it. A handle of 0 is refused, never dereferenced.
 
 mod handles;
+mod native_writer;
 mod policy;
+mod writing;
 
 use jni::EnvUnowned;
 use jni::objects::{JByteArray, JClass};
@@ -24,7 +27,7 @@ use handles::{Batch, Reader, Scan};
 use policy::{Failure, ThrowLooseleafException};
 
 /// The strings of a request (UTF-8, `\n`-separated: see `NativeReader.java`).
-fn lines(env: &mut jni::Env<'_>, bytes: &JByteArray<'_>) -> Result<Vec<String>, Failure> {
+pub(crate) fn lines(env: &mut jni::Env<'_>, bytes: &JByteArray<'_>) -> Result<Vec<String>, Failure> {
     if bytes.is_null() {
         return Ok(Vec::new());
     }

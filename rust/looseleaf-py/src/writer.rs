@@ -4,7 +4,7 @@ use std::sync::Mutex;
 
 use std::collections::HashMap;
 
-use looseleaf::{Compression, EncodingKind, EncodingPolicy, FileWriter, Location, WriterOptions};
+use looseleaf::{EncodingKind, EncodingPolicy, FileWriter, Location, WriterOptions};
 use pyo3::prelude::*;
 use pyo3::types::PyDict;
 
@@ -75,13 +75,9 @@ impl PyFileWriter {
                 .ok_or_else(|| invalid_argument(format!("page_size must be at least 1 byte, got {page_size}")))?;
             options = options.with_page_size(bytes);
         }
-        let codec = match compression.as_deref() {
-            None | Some("none") => Compression::None,
-            Some("lz4") => Compression::Lz4,
-            Some("zstd") => Compression::Zstd,
-            Some(other) => return Err(invalid_argument(format!("unknown compression {other:?} (none, lz4, zstd)"))),
-        };
-        options = options.with_compression(codec, compression_level.unwrap_or(3));
+        options = options
+            .with_compression_named(compression.as_deref().unwrap_or("none"), compression_level.unwrap_or(3))
+            .py_err()?;
         // `{column: (forced encoding, forbidden encodings)}`; the column "*" sets the default.
         for (column, (force, forbid)) in encodings.unwrap_or_default() {
             let policy = EncodingPolicy {

@@ -89,6 +89,11 @@ impl WriteJob {
         &self.directory
     }
 
+    /// The storage options of the directory.
+    pub fn options(&self) -> &StorageOptions {
+        &self.options
+    }
+
     /// The name, inside the directory, of the file of one task attempt.
     pub fn task_file(&self, partition: u64, attempt: u64) -> String {
         format!("part-{partition:05}-{}-{attempt}{DATA_SUFFIX}", self.id)

@@ -76,6 +76,20 @@ impl WriterOptions {
         Self { compression, compression_level: level, ..self }
     }
 
+    /// Compresses every page with the codec `name`: `none`, `lz4` or `zstd` (at `level`).
+    ///
+    /// # Errors
+    /// [`Error::InvalidArgument`] naming the codecs for another name.
+    pub fn with_compression_named(self, name: &str, level: i32) -> Result<Self> {
+        let codec = match name {
+            "none" => Compression::None,
+            "lz4" => Compression::Lz4,
+            "zstd" => Compression::Zstd,
+            other => return Err(Error::invalid_argument(format!("unknown compression {other:?} (none, lz4, zstd)"))),
+        };
+        Ok(self.with_compression(codec, level))
+    }
+
     /// Whether to store per-page statistics.
     pub fn with_statistics(self, statistics: bool) -> Self {
         Self { statistics, ..self }

@@ -40,12 +40,7 @@ final class Dataset implements Serializable {
     if (path == null) {
       throw new IllegalArgumentException("looseleaf: no path (spark.read.format(\"looseleaf\").load(path))");
     }
-    Map<String, String> storage = new HashMap<>();
-    for (Map.Entry<String, String> e : options.entrySet()) {
-      if (e.getKey().startsWith(STORAGE_PREFIX)) {
-        storage.put(e.getKey().substring(STORAGE_PREFIX.length()), e.getValue());
-      }
-    }
+    Map<String, String> storage = storageOptions(options);
     int batchSize = options.getInt("batchSize", 8192);
     if (batchSize <= 0) {
       throw new IllegalArgumentException("looseleaf: batchSize must be positive, not " + batchSize);
@@ -56,6 +51,17 @@ final class Dataset implements Serializable {
     }
     return new Dataset(
         listFiles(path, storage), Collections.unmodifiableMap(storage), batchSize, maxPartitionBytes);
+  }
+
+  /** The storage options among a read's or a write's options ({@code storage.KEY}). */
+  static Map<String, String> storageOptions(CaseInsensitiveStringMap options) {
+    Map<String, String> storage = new HashMap<>();
+    for (Map.Entry<String, String> e : options.entrySet()) {
+      if (e.getKey().startsWith(STORAGE_PREFIX)) {
+        storage.put(e.getKey().substring(STORAGE_PREFIX.length()), e.getValue());
+      }
+    }
+    return storage;
   }
 
   /**

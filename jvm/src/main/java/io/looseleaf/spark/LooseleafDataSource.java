@@ -9,20 +9,21 @@ import org.apache.spark.sql.types.StructType;
 import org.apache.spark.sql.util.CaseInsensitiveStringMap;
 
 /**
- * The JVM read path: {@code spark.read.format("looseleaf-jvm").load(path)} reads through the
- * Rust core over JNI and hands Spark columnar batches. The short name {@code looseleaf} stays
- * with the Python data source (reads and writes): Spark refuses a name that both a JVM and a
- * Python source answer to, and writes have no JVM path yet.
+ * The JVM data source: {@code spark.read.format("looseleaf").load(path)} reads through the Rust
+ * core over JNI and hands Spark columnar batches; {@code df.write.format("looseleaf")} writes a
+ * dataset directory through the core's write job ({@link LooseleafWriteBuilder}). In a session
+ * with this connector the Python data source registers as {@code looseleaf-python}: Spark
+ * refuses a name that both a JVM and a Python source answer to.
  *
- * <p>Options: {@code path} (a file, any location the core parses, or a local directory of
- * {@code *.leaf} files), {@code storage.KEY} (storage options), {@code batchSize} (rows per
- * batch, default 8192), {@code maxPartitionBytes} (projected bytes per partition, default
- * Spark's {@code spark.sql.files.maxPartitionBytes}).
+ * <p>Read options: {@code path} (a file or a dataset directory, at any location the core
+ * parses), {@code storage.KEY} (storage options), {@code batchSize} (rows per batch, default
+ * 8192), {@code maxPartitionBytes} (projected bytes per partition, default 128 MiB). Write
+ * options: see {@link WriteJobSpec}.
  */
 public final class LooseleafDataSource implements TableProvider, DataSourceRegister {
   @Override
   public String shortName() {
-    return "looseleaf-jvm";
+    return "looseleaf";
   }
 
   /** Bytes of batch bodies handed to the JVM and not yet released, in this process. */
@@ -36,8 +37,14 @@ public final class LooseleafDataSource implements TableProvider, DataSourceRegis
     return Dataset.resolve(options).sparkSchema();
   }
 
+  /** Writes pass the DataFrame's schema for a path that may not exist, reads a user schema. */
+  @Override
+  public boolean supportsExternalMetadata() {
+    return true;
+  }
+
   @Override
   public Table getTable(StructType schema, Transform[] partitioning, Map<String, String> properties) {
-    return new LooseleafTable(Dataset.resolve(new CaseInsensitiveStringMap(properties)));
+    return new LooseleafTable(new CaseInsensitiveStringMap(properties), schema, null);
   }
 }

@@ -1,0 +1,121 @@
+//! The native methods of `io.looseleaf.spark.NativeWriter`: a dataset write job's steps and the
+//! file of each task (see [`crate::writing`]). The contracts of the crate docs hold: no panic
+//! crosses into the JVM, and a writer handle from `openWriter` is passed to `finishWriter` or
+//! `abortWriter` exactly once, by the one thread that uses it.
+
+use jni::EnvUnowned;
+use jni::objects::{JByteArray, JClass};
+use jni::sys::jlong;
+
+use crate::handles;
+use crate::lines;
+use crate::policy::{Failure, ThrowLooseleafException};
+use crate::writing::{self, TaskWriter};
+
+/// Begins a job: `request` is `directory`, `mode`, `pageSize`, `compression`, then storage
+/// options; `schema` an IPC schema message. Returns the job's id.
+#[unsafe(no_mangle)]
+pub extern "system" fn Java_io_looseleaf_spark_NativeWriter_beginWrite<'local>(
+    mut env: EnvUnowned<'local>,
+    _class: JClass<'local>,
+    request: JByteArray<'local>,
+    schema: JByteArray<'local>,
+) -> JByteArray<'local> {
+    env.with_env(|env| -> Result<JByteArray<'local>, Failure> {
+        let lines = lines(env, &request)?;
+        let schema = writing::schema_of(&env.convert_byte_array(&schema)?)?;
+        let id = writing::begin(&lines, &schema)?;
+        Ok(env.byte_array_from_slice(id.as_bytes())?)
+    })
+    .resolve::<ThrowLooseleafException>()
+}
+
+/// Commits a job: `request` is `directory`, `mode`, `id`, then storage options; `files` the
+/// tasks' file names, one per line; `schema` the dataset's, as an IPC schema message.
+#[unsafe(no_mangle)]
+pub extern "system" fn Java_io_looseleaf_spark_NativeWriter_commitWrite<'local>(
+    mut env: EnvUnowned<'local>,
+    _class: JClass<'local>,
+    request: JByteArray<'local>,
+    files: JByteArray<'local>,
+    schema: JByteArray<'local>,
+) {
+    env.with_env(|env| -> Result<(), Failure> {
+        let (lines, files) = (lines(env, &request)?, lines(env, &files)?);
+        let schema = writing::schema_of(&env.convert_byte_array(&schema)?)?;
+        writing::commit(&lines, &files, &schema)
+    })
+    .resolve::<ThrowLooseleafException>()
+}
+
+/// Aborts a job (`request` as for `commitWrite`).
+#[unsafe(no_mangle)]
+pub extern "system" fn Java_io_looseleaf_spark_NativeWriter_abortWrite<'local>(
+    mut env: EnvUnowned<'local>,
+    _class: JClass<'local>,
+    request: JByteArray<'local>,
+) {
+    env.with_env(|env| -> Result<(), Failure> { writing::abort(&lines(env, &request)?) })
+        .resolve::<ThrowLooseleafException>()
+}
+
+/// Opens the file of one task attempt: `request` is `directory`, `mode`, `id`, partition,
+/// attempt, `pageSize`, `compression`, then the storage options.
+#[unsafe(no_mangle)]
+pub extern "system" fn Java_io_looseleaf_spark_NativeWriter_openWriter<'local>(
+    mut env: EnvUnowned<'local>,
+    _class: JClass<'local>,
+    request: JByteArray<'local>,
+) -> jlong {
+    env.with_env(|env| -> Result<jlong, Failure> {
+        Ok(handles::into_handle(TaskWriter::open(&lines(env, &request)?)?))
+    })
+    .resolve::<ThrowLooseleafException>()
+}
+
+/// Writes the next piece of a task's Arrow IPC stream.
+#[unsafe(no_mangle)]
+pub extern "system" fn Java_io_looseleaf_spark_NativeWriter_write<'local>(
+    mut env: EnvUnowned<'local>,
+    _class: JClass<'local>,
+    writer: jlong,
+    bytes: JByteArray<'local>,
+) {
+    env.with_env(|env| -> Result<(), Failure> {
+        let bytes = env.convert_byte_array(&bytes)?;
+        // SAFETY: a live handle from `openWriter`, used by one thread (module docs).
+        unsafe { handles::borrow_mut::<TaskWriter>(writer)? }.write(bytes)
+    })
+    .resolve::<ThrowLooseleafException>()
+}
+
+/// Finishes a task's file and destroys the handle: returns `name`, `rows`, `bytes` lines, the
+/// name empty if the task wrote no file or the job no longer wants it.
+#[unsafe(no_mangle)]
+pub extern "system" fn Java_io_looseleaf_spark_NativeWriter_finishWriter<'local>(
+    mut env: EnvUnowned<'local>,
+    _class: JClass<'local>,
+    writer: jlong,
+) -> JByteArray<'local> {
+    env.with_env(|env| -> Result<JByteArray<'local>, Failure> {
+        // SAFETY: a handle from `openWriter`, not used again (module docs).
+        let outcome = unsafe { handles::from_handle::<TaskWriter>(writer)? }.finish()?;
+        let text = format!("{}\n{}\n{}", outcome.name.unwrap_or_default(), outcome.num_rows, outcome.num_bytes);
+        Ok(env.byte_array_from_slice(text.as_bytes())?)
+    })
+    .resolve::<ThrowLooseleafException>()
+}
+
+/// Abandons a task's file and destroys the handle.
+#[unsafe(no_mangle)]
+pub extern "system" fn Java_io_looseleaf_spark_NativeWriter_abortWriter<'local>(
+    mut env: EnvUnowned<'local>,
+    _class: JClass<'local>,
+    writer: jlong,
+) {
+    env.with_env(|_| -> Result<(), Failure> {
+        // SAFETY: a handle from `openWriter`, not used again (module docs).
+        unsafe { handles::from_handle::<TaskWriter>(writer)? }.abort()
+    })
+    .resolve::<ThrowLooseleafException>()
+}

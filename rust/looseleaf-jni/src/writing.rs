@@ -1,0 +1,169 @@
+//! The write side: the steps of a dataset write job (`looseleaf::dataset::WriteJob`, the same
+//! protocol the Python data source drives), and the file one task writes from the Arrow IPC
+//! stream the JVM sends it.
+//!
+//! Requests are lines (see `NativeWriter.java`): a job is named by its directory, its mode
+//! (`overwrite` or `append`) and its id; the storage options follow as `key=value` lines.
+
+use arrow_buffer::Buffer;
+use arrow_ipc::reader::StreamDecoder;
+use arrow_schema::{Schema, SchemaRef};
+use looseleaf::dataset::{CommitMode, WriteJob};
+use looseleaf::{ByteCount, FileWriter, Location, WriterOptions};
+
+use crate::handles::{runtime, storage_options};
+use crate::policy::Failure;
+
+fn mode(name: &str) -> Result<CommitMode, Failure> {
+    match name {
+        "overwrite" => Ok(CommitMode::Overwrite),
+        "append" => Ok(CommitMode::Append),
+        other => Err(Failure::new(format!("a write mode the writer does not know: {other:?}"))),
+    }
+}
+
+/// The schema of an IPC schema message (as Java's `MessageSerializer.serialize` writes it).
+pub fn schema_of(message: &[u8]) -> Result<SchemaRef, Failure> {
+    let schema = arrow_ipc::convert::try_schema_from_ipc_buffer(message)
+        .map_err(|e| Failure::new(format!("a schema message that does not parse: {e}")))?;
+    Ok(SchemaRef::new(schema))
+}
+
+/// The writer options of a page size (a size such as `8MiB`, empty for the default) and a
+/// compression (`none`, `lz4`, `zstd`), named after the Spark options in errors.
+fn writer_options(page_size: &str, compression: &str) -> Result<WriterOptions, Failure> {
+    let options = WriterOptions::default()
+        .with_compression_named(&compression.to_ascii_lowercase(), 3)
+        .map_err(|e| Failure::new(format!("option compression: {e}")))?;
+    if page_size.is_empty() {
+        return Ok(options);
+    }
+    match page_size.parse::<ByteCount>() {
+        Ok(size) if size.get() > 0 => Ok(options.with_page_size(size.get())),
+        Ok(_) => Err(Failure::new("option pageSize must be at least 1 byte")),
+        Err(e) => Err(Failure::new(format!("option pageSize: {e}"))),
+    }
+}
+
+/// Begins a job (`[directory, mode, page size, compression, storage options…]`) writing
+/// `schema`; returns its id. The page size and compression are checked here, before any task
+/// runs.
+pub fn begin(lines: &[String], schema: &Schema) -> Result<String, Failure> {
+    let [directory, mode_name, page_size, compression, options @ ..] = lines else {
+        return Err(Failure::new("beginWrite: expected a directory, a mode, a page size and a compression"));
+    };
+    writer_options(page_size, compression)?;
+    let (directory, options) = (Location::parse(directory)?, storage_options(options)?);
+    let job = runtime()?.block_on(WriteJob::begin(&directory, &options, schema, mode(mode_name)?))?;
+    Ok(job.id().to_owned())
+}
+
+/// The job `[directory, mode, id, storage options…]` names, and the lines after its header.
+fn job(lines: &[String], header: usize) -> Result<(WriteJob, &[String]), Failure> {
+    let (Some([directory, mode_name, id]), Some(rest)) = (lines.get(..3), lines.get(3..)) else {
+        return Err(Failure::new("expected a directory, a mode and a job id"));
+    };
+    let (fields, options) = rest.split_at(header.min(rest.len()));
+    let options = storage_options(options)?;
+    Ok((WriteJob::resume(Location::parse(directory)?, options, id.clone(), mode(mode_name)?), fields))
+}
+
+/// Commits the job of `lines` with its tasks' `files` and the dataset's `schema`.
+pub fn commit(lines: &[String], files: &[String], schema: &SchemaRef) -> Result<(), Failure> {
+    let (job, _) = job(lines, 0)?;
+    Ok(runtime()?.block_on(job.commit(files, schema))?)
+}
+
+/// Aborts the job of `lines`.
+pub fn abort(lines: &[String]) -> Result<(), Failure> {
+    let (job, _) = job(lines, 0)?;
+    Ok(runtime()?.block_on(job.abort())?)
+}
+
+/// The file one task attempt writes: created at its first row, from the IPC stream of its
+/// batches (a schema message, then record batch messages), in whatever pieces they arrive.
+pub struct TaskWriter {
+    job: WriteJob,
+    name: String,
+    location: Location,
+    writer_options: WriterOptions,
+    decoder: StreamDecoder,
+    writer: Option<FileWriter>,
+}
+
+/// What a task wrote: its file's name (`None` if it had no rows, or the job ended without
+/// it), rows and bytes.
+pub struct TaskOutcome {
+    pub name: Option<String>,
+    pub num_rows: u64,
+    pub num_bytes: u64,
+}
+
+impl TaskWriter {
+    /// Number of header lines after the job's: partition, attempt, page size, compression (as
+    /// for [`begin`]).
+    const HEADER: usize = 4;
+
+    /// A task's writer: `lines` are the job's, then the header fields, then storage options.
+    pub fn open(lines: &[String]) -> Result<Self, Failure> {
+        let (job, fields) = job(lines, Self::HEADER)?;
+        let [partition, attempt, page_size, compression] = fields else {
+            return Err(Failure::new("openWriter: expected a partition, an attempt, a page size and a compression"));
+        };
+        let number = |what: &str, text: &str| {
+            text.parse::<u64>().map_err(|_| Failure::new(format!("openWriter: {what} {text:?} is not a number")))
+        };
+        let writer_options = writer_options(page_size, compression)?;
+        let name = job.task_file(number("partition", partition)?, number("attempt", attempt)?);
+        let location = job.directory().child(&name)?;
+        Ok(Self { job, name, location, writer_options, decoder: StreamDecoder::new(), writer: None })
+    }
+
+    /// Writes the batches of the next piece of the IPC stream.
+    pub fn write(&mut self, bytes: Vec<u8>) -> Result<(), Failure> {
+        let mut buffer = Buffer::from(bytes);
+        while !buffer.is_empty() {
+            let Some(batch) = self.decoder.decode(&mut buffer).map_err(|e| self.fail(e.to_string()))? else {
+                continue;
+            };
+            if batch.num_rows() == 0 {
+                continue;
+            }
+            let runtime = runtime()?;
+            if self.writer.is_none() {
+                let options = self.job.options().clone();
+                let create = self.location.create(batch.schema(), self.writer_options.clone(), &options);
+                self.writer = Some(runtime.block_on(create)?);
+            }
+            if let Some(writer) = self.writer.as_mut() {
+                runtime.block_on(writer.write(&batch))?;
+            }
+        }
+        Ok(())
+    }
+
+    fn fail(&self, why: String) -> Failure {
+        Failure::new(format!("{}: a batch from Spark that does not decode: {why}", self.location))
+    }
+
+    /// Finishes the file and asks the job whether it still wants it (see
+    /// `WriteJob::keep_task_file`).
+    pub fn finish(mut self) -> Result<TaskOutcome, Failure> {
+        self.decoder.finish().map_err(|e| self.fail(e.to_string()))?;
+        let Some(writer) = self.writer.take() else {
+            return Ok(TaskOutcome { name: None, num_rows: 0, num_bytes: 0 });
+        };
+        let runtime = runtime()?;
+        let finished = runtime.block_on(writer.finish())?;
+        let kept = runtime.block_on(self.job.keep_task_file(&self.name))?;
+        Ok(TaskOutcome { name: kept.then_some(self.name), num_rows: finished.num_rows, num_bytes: finished.num_bytes })
+    }
+
+    /// Abandons the file: nothing is left at its location.
+    pub fn abort(mut self) -> Result<(), Failure> {
+        if let Some(writer) = self.writer.take() {
+            runtime()?.block_on(writer.abort())?;
+        }
+        Ok(())
+    }
+}
