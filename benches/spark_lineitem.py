@@ -1,5 +1,5 @@
-"""Spark reading TPC-H lineitem as looseleaf (JVM connector and Python data source) vs as
-Parquet, side by side in one run.
+"""Spark reading and writing TPC-H lineitem as looseleaf (JVM connector and Python data source)
+vs as Parquet, side by side in one run.
 
     pip install tpchgen-cli   # once; pyspark and pandas come with the package's test extra
     python3 benches/spark_lineitem.py --scale 0.1
@@ -17,7 +17,8 @@ alternation, Spark reading each:
   whose statistics let the JVM connector skip pages; Parquet with its defaults, whose row-group
   statistics Spark uses);
 - ``count``: ``df.count()`` (Parquet answers it from its footers, the JVM connector from the
-  files' row counts).
+  files' row counts);
+- ``write``: the Parquet copy read and written again in each format (the same read for all).
 
 and prints the median of each with the ratio of each looseleaf path to Parquet (below 1:
 looseleaf faster): warm (one session, after a warm-up run) and as the first query of a fresh
@@ -27,10 +28,11 @@ Absolute times on shared machines are noisy; the ratio is the figure. Results al
 ``benches/results/spark_lineitem.json``.
 
 What it measures is the whole path as users see it: looseleaf's JVM connector
-(``format("looseleaf-jvm")``: DataSource V2 columnar batches over JNI, built by
-``scripts/build_jvm.sh`` and added with ``looseleaf.spark.configure``; left out, and said so,
-when it is not built) and its Python data source (planning in a Python worker, batches through
-Arrow into the JVM), against Spark's vectorised Parquet reader inside the JVM.
+(``looseleaf-jvm`` in the figures, ``format("looseleaf")`` in a configured session: DataSource V2
+columnar batches over JNI, built by ``scripts/build_jvm.sh`` and added with
+``looseleaf.spark.configure``; left out, and said so, when it is not built) and its Python data
+source (``looseleaf-python``: planning in a Python worker, batches through Arrow into the JVM),
+against Spark's vectorised Parquet reader and writer inside the JVM.
 """
 
 from __future__ import annotations
@@ -108,7 +110,17 @@ def start_spark(cores: str, jvm: bool):
     return spark
 
 
-QUERIES = ["scan", f"scan {len(PROJECTION)} columns", "TPC-H Q1", "TPC-H Q6", "TPC-H Q6, sorted", "count"]
+QUERIES = [
+    "scan",
+    f"scan {len(PROJECTION)} columns",
+    "TPC-H Q1",
+    "TPC-H Q6",
+    "TPC-H Q6, sorted",
+    "count",
+    "write",
+]
+#: The paths measured, by the label the figures use.
+JVM, PYTHON = "looseleaf-jvm", "looseleaf-python"
 
 
 class Queries:
@@ -118,20 +130,40 @@ class Queries:
         self.spark = spark
         self.directory = directory
 
+    def source(self, fmt: str) -> str:
+        """The data source name of a labelled path in this session."""
+        import looseleaf.spark
+
+        return looseleaf.spark.JVM_FORMAT if fmt == JVM else looseleaf.spark.python_format(self.spark)
+
     def reader(self, fmt: str, columns: list[str] | None = None, ordered: bool = False):
         suffix = "_sorted" if ordered else ""
         leaves = str(self.directory / f"looseleaf{suffix}")
-        if fmt == "looseleaf":
+        if fmt == PYTHON:
             # The Python data source API has no column pruning: the source's own option.
             options = {"columns": ",".join(columns)} if columns else {}
-            return self.spark.read.format("looseleaf").options(**options).load(leaves)
+            return self.spark.read.format(self.source(fmt)).options(**options).load(leaves)
         if fmt == "parquet":
             frame = self.spark.read.parquet(str(self.directory / f"parquet{suffix}"))
         else:
-            frame = self.spark.read.format(fmt).load(leaves)
+            frame = self.spark.read.format(self.source(fmt)).load(leaves)
         return frame.select(*columns) if columns else frame
 
+    def written(self, fmt: str) -> tuple:
+        """Rows and a sum of what ``write`` wrote in ``fmt``, read back in that format."""
+        out = str(self.directory / "written" / fmt)
+        frame = (
+            self.spark.read.parquet(out)
+            if fmt == "parquet"
+            else self.spark.read.format(self.source(fmt)).load(out)
+        )
+        return tuple(frame.selectExpr("count(*)", "sum(l_extendedprice)").collect()[0])
+
     def run(self, name: str, fmt: str):
+        if name == "write":
+            out = str(self.directory / "written" / fmt)
+            writer = self.reader("parquet").write.mode("overwrite")
+            return writer.parquet(out) if fmt == "parquet" else writer.format(self.source(fmt)).save(out)
         if name.startswith("scan"):
             columns = PROJECTION if name != "scan" else None
             return self.reader(fmt, columns).write.format("noop").mode("overwrite").save()
@@ -146,7 +178,7 @@ def worker(args, name: str, fmt: str) -> int:
     prints the time it took."""
     import looseleaf.spark
 
-    spark = start_spark(args.cores, fmt == "looseleaf-jvm")
+    spark = start_spark(args.cores, fmt == JVM)
     looseleaf.spark.register(spark)
     print(json.dumps({"seconds": timed(lambda: Queries(spark, args.dir).run(name, fmt))}))
     spark.stop()
@@ -203,7 +235,7 @@ def main() -> int:
         jvm = False
     spark = start_spark(args.cores, jvm)
     looseleaf.spark.register(spark)
-    formats = ["parquet", *(["looseleaf-jvm"] if jvm else []), "looseleaf"]
+    formats = ["parquet", *([JVM] if jvm else []), PYTHON]
 
     parquet_dir, leaf_dir = directory / "parquet", directory / "looseleaf"
     df = spark.read.parquet(str(source))
@@ -232,6 +264,11 @@ def main() -> int:
         answers = {fmt: queries.run(name, fmt) for fmt in formats}
         if any(answer != answers["parquet"] for answer in answers.values()):
             sys.exit(f"{name} differs between formats: {answers}")
+    for fmt in formats:
+        queries.run("write", fmt)
+    written = {fmt: queries.written(fmt) for fmt in formats}
+    if any(w != written["parquet"] for w in written.values()):
+        sys.exit(f"the writes differ between formats: {written}")
     results = {}
     print("  warm (one session, after a warm-up run):")
     for name in QUERIES:
