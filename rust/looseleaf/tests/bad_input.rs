@@ -682,3 +682,66 @@ async fn claims_not_backed_by_bytes_are_values_or_errors_never_allocations() {
         assert!(fragments.iter().all(|f| message.contains(f)), "{what}: {message}");
     }
 }
+
+/// A list column whose offsets page (or items page) claims more rows than were written, with
+/// the footer's row count raised to match or not, and the offsets buffer grown over the bytes
+/// after it or not: every read path — a scan, a take of the last row, a range at the end — is
+/// an error naming the file, never rows read past the page's data.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn inflated_list_row_counts_are_errors_on_every_read_path() {
+    use arrow_array::ListArray;
+    use arrow_array::types::Int32Type;
+    let dir = tempfile::tempdir().unwrap();
+    let items = Field::new("item", DataType::Int32, true);
+    let schema: SchemaRef = Arc::new(Schema::new(vec![Field::new("l", DataType::List(Arc::new(items)), true)]));
+    let lists = ListArray::from_iter_primitive::<Int32Type, _, _>((0..100).map(|i| Some(vec![Some(i), Some(i + 1)])));
+    let table = RecordBatch::try_new(schema.clone(), vec![Arc::new(lists)]).unwrap();
+    let path = dir.path().join("lists.leaf");
+    write_file(&path, &schema, &[table], 1 << 20).await;
+    let bytes = std::fs::read(&path).unwrap();
+    let columns = common::column_metadata(&bytes);
+    assert!(matches!(columns[0].pages[0].encoding.as_ref().and_then(|e| e.kind.as_ref()), Some(Kind::ListOffsets(_))));
+    let offset_width = 4;
+    for extra in [1u64, 50, 1 << 20] {
+        for (column, grow_buffer) in [(0u32, false), (0, true), (1, false)] {
+            let damaged = common::rewrite_file(
+                &bytes,
+                |footer| {
+                    if column == 0 {
+                        footer.num_rows += extra;
+                    }
+                },
+                |c, metadata| {
+                    if c == column {
+                        let page = &mut metadata.pages[0];
+                        page.num_rows += extra;
+                        if grow_buffer {
+                            page.buffers[0].size += offset_width * extra;
+                            page.buffers[0].uncompressed_size += offset_width * extra;
+                        }
+                    }
+                },
+            );
+            let what = format!("{extra} more rows in column {column} (buffer grown: {grow_buffer})");
+            let location = "memory://inflated-lists.leaf";
+            let file = match FileReader::open(memory(damaged, location)).await {
+                Ok(file) => file,
+                Err(e) => {
+                    assert!(matches!(e, Error::Corrupt { .. }) && e.to_string().contains(location), "{what}: {e}");
+                    continue;
+                }
+            };
+            let n = file.num_rows();
+            let results = [
+                ("scan", read_to_end(file.read()).await.map(|_| ())),
+                ("take", file.take(&[n - 1], None).await.map(|_| ())),
+                ("range", read_to_end(file.read().with_row_range(n - 3..n)).await.map(|_| ())),
+            ];
+            for (path, result) in results {
+                let e = result.expect_err(&format!("{what}: the {path} read rows that are not there"));
+                assert!(matches!(e, Error::Corrupt { .. }), "{what}, {path}: {e}");
+                assert!(e.to_string().contains(location), "{what}, {path}: {e}");
+            }
+        }
+    }
+}
