@@ -6,6 +6,7 @@ mod errors;
 mod options;
 mod reader;
 mod runtime;
+mod spark;
 mod storage;
 mod writer;
 
@@ -43,6 +44,8 @@ fn _looseleaf(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(options::check_read_options, m)?)?;
     m.add_function(wrap_pyfunction!(options::parse_size, m)?)?;
     m.add_function(wrap_pyfunction!(options::parse_location, m)?)?;
+    m.add_function(wrap_pyfunction!(spark::pyspark_schema, m)?)?;
+    m.add_function(wrap_pyfunction!(spark::cast_to_spark, m)?)?;
     m.add_function(wrap_pyfunction!(storage::list_objects, m)?)?;
     m.add_function(wrap_pyfunction!(dataset::dataset_files, m)?)?;
     m.add_function(wrap_pyfunction!(dataset::read_commit_log, m)?)?;

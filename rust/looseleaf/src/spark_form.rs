@@ -1,6 +1,8 @@
 //! The Arrow form Spark reads: for any Arrow type a file may hold, the type Spark's Arrow
-//! mapping (`ArrowUtils.fromArrowSchema`) and column readers take, and exact casts of arrays to
-//! it.
+//! mapping takes, and exact casts of arrays to it. There are two such forms ([`Flavor`]): what
+//! the JVM's `ArrowUtils.fromArrowSchema` and column readers take (the JVM connector), and
+//! exactly what PySpark's `to_arrow_schema(schema, timezone="UTC")` makes (the Python data
+//! source, whose workers compare each batch's schema with it).
 //!
 //! | in the file | read as |
 //! |---|---|
@@ -17,9 +19,13 @@
 //!
 //! Other types pass unchanged when Spark reads them (signed integers, floats, booleans, strings
 //! and binaries and their large forms, `decimal128` of at most 38 digits, `date32`,
-//! microsecond timestamps and durations, lists) and are refused otherwise (intervals, times,
-//! unions, wider decimals) with an error naming the column. A value that cannot be cast without
-//! loss fails the read, naming the column, instead of being truncated.
+//! microsecond timestamps and durations, lists) and are refused otherwise (intervals, unions,
+//! wider decimals; times in the JVM form) with an error naming the column. A value that cannot
+//! be cast without loss fails the read, naming the column, instead of being truncated.
+//!
+//! PySpark's form differs in names and widths only: large strings and binaries become plain
+//! ones, every zoned timestamp is in `UTC` (the instants are the same), list items are named
+//! `element`, map entries `entries` of `key` and `value`, and times are `time64` nanoseconds.
 
 use std::sync::Arc;
 
@@ -30,8 +36,10 @@ use arrow_array::types::{
 };
 use arrow_array::{
     Array, ArrayRef, BinaryArray, Decimal128Array, DurationMicrosecondArray, Float32Array, LargeListArray, ListArray,
-    MapArray, PrimitiveArray, RecordBatch, RecordBatchOptions, StringArray, StructArray, TimestampMicrosecondArray,
+    MapArray, PrimitiveArray, RecordBatch, RecordBatchOptions, StringArray, StructArray, Time64NanosecondArray,
+    TimestampMicrosecondArray,
 };
+use arrow_buffer::ArrowNativeType;
 use arrow_buffer::{OffsetBuffer, ScalarBuffer};
 use arrow_schema::{DataType, Field, FieldRef, Fields, Schema, SchemaRef, TimeUnit};
 
@@ -40,24 +48,53 @@ use crate::error::{Error, Result};
 /// Most digits of a Spark decimal.
 pub const MAX_DECIMAL_PRECISION: u8 = 38;
 
-/// The schema Spark reads for `schema` (every field nullable).
+/// The time zone of every zoned timestamp in PySpark's form.
+pub const PYSPARK_TIME_ZONE: &str = "UTC";
+
+/// Which of Spark's Arrow forms (see the module docs).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Flavor {
+    /// What the JVM's `ArrowUtils.fromArrowSchema` reads.
+    Jvm,
+    /// Exactly what PySpark's `to_arrow_schema(schema, timezone="UTC")` makes.
+    PySpark,
+}
+
+/// The schema Spark's JVM reads for `schema` (every field nullable).
 ///
 /// # Errors
 /// [`Error::Unsupported`] naming the first column Spark cannot hold.
 pub fn schema(schema: &Schema) -> Result<SchemaRef> {
-    let fields: Vec<FieldRef> = schema.fields().iter().map(|f| field(f, f.name())).collect::<Result<_>>()?;
+    schema_in(schema, Flavor::Jvm)
+}
+
+/// The schema in Spark's `flavor` of Arrow for `schema` (every field nullable).
+///
+/// # Errors
+/// [`Error::Unsupported`] naming the first column Spark cannot hold.
+pub fn schema_in(schema: &Schema, flavor: Flavor) -> Result<SchemaRef> {
+    let fields: Vec<FieldRef> = schema.fields().iter().map(|f| field(f, f.name(), flavor)).collect::<Result<_>>()?;
     Ok(Arc::new(Schema::new_with_metadata(fields, schema.metadata().clone())))
 }
 
-fn field(f: &Field, path: &str) -> Result<FieldRef> {
-    Ok(Arc::new(Field::new(f.name(), data_type(f.data_type(), path)?, true)))
+fn field(f: &Field, path: &str, flavor: Flavor) -> Result<FieldRef> {
+    Ok(Arc::new(Field::new(f.name(), data_type_in(f.data_type(), path, flavor)?, true)))
 }
 
-/// The type Spark reads for `data_type`; `path` names the column in errors.
+/// The type Spark's JVM reads for `data_type`; `path` names the column in errors.
 ///
 /// # Errors
 /// [`Error::Unsupported`] if Spark has no type for it.
 pub fn data_type(from: &DataType, path: &str) -> Result<DataType> {
+    data_type_in(from, path, Flavor::Jvm)
+}
+
+/// The type in Spark's `flavor` of Arrow for `data_type`; `path` names the column in errors.
+///
+/// # Errors
+/// [`Error::Unsupported`] if Spark has no type for it.
+pub fn data_type_in(from: &DataType, path: &str, flavor: Flavor) -> Result<DataType> {
+    let pyspark = flavor == Flavor::PySpark;
     let refuse = |why: &str| {
         Err(Error::unsupported(format!("column {path:?} has Arrow type {from}, which Spark cannot hold: {why}")))
     };
@@ -71,10 +108,11 @@ pub fn data_type(from: &DataType, path: &str) -> Result<DataType> {
         | DataType::Float32
         | DataType::Float64
         | DataType::Utf8
-        | DataType::LargeUtf8
         | DataType::Binary
-        | DataType::LargeBinary
         | DataType::Date32 => from.clone(),
+        DataType::LargeUtf8 if pyspark => DataType::Utf8,
+        DataType::LargeBinary if pyspark => DataType::Binary,
+        DataType::LargeUtf8 | DataType::LargeBinary => from.clone(),
         DataType::UInt8 => DataType::Int16,
         DataType::UInt16 => DataType::Int32,
         DataType::UInt32 => DataType::Int64,
@@ -90,10 +128,18 @@ pub fn data_type(from: &DataType, path: &str) -> Result<DataType> {
         DataType::Decimal128(..) | DataType::Decimal256(..) => {
             return refuse(&format!("Spark decimals hold at most {MAX_DECIMAL_PRECISION} digits"));
         }
+        DataType::Timestamp(_, Some(_)) if pyspark => {
+            DataType::Timestamp(TimeUnit::Microsecond, Some(PYSPARK_TIME_ZONE.into()))
+        }
         DataType::Timestamp(_, zone) => DataType::Timestamp(TimeUnit::Microsecond, zone.clone()),
         DataType::Duration(_) => DataType::Duration(TimeUnit::Microsecond),
         DataType::List(item) | DataType::LargeList(item) | DataType::FixedSizeList(item, _) => {
-            DataType::List(field(item, &format!("{path}.{}", item.name()))?)
+            let item = field(item, &format!("{path}.{}", item.name()), flavor)?;
+            if pyspark {
+                DataType::List(Arc::new(Field::new("element", item.data_type().clone(), true)))
+            } else {
+                DataType::List(item)
+            }
         }
         DataType::Map(entries, _) => {
             let DataType::Struct(children) = entries.data_type() else {
@@ -102,16 +148,22 @@ pub fn data_type(from: &DataType, path: &str) -> Result<DataType> {
             let [key, value] = children.iter().collect::<Vec<_>>()[..] else {
                 return refuse("a map whose entries are not a key and a value");
             };
-            let key = Field::new(key.name(), data_type(key.data_type(), &format!("{path}.key"))?, false);
-            let value = field(value, &format!("{path}.value"))?;
-            let entries = Field::new(entries.name(), DataType::Struct(Fields::from(vec![Arc::new(key), value])), false);
-            DataType::Map(Arc::new(entries), false)
+            let key_type = data_type_in(key.data_type(), &format!("{path}.key"), flavor)?;
+            let value_type = data_type_in(value.data_type(), &format!("{path}.value"), flavor)?;
+            let (entries, key, value) = if pyspark {
+                ("entries", "key", "value")
+            } else {
+                (entries.name().as_str(), key.name().as_str(), value.name().as_str())
+            };
+            let children = vec![Field::new(key, key_type, false), Field::new(value, value_type, true)];
+            DataType::Map(Arc::new(Field::new(entries, DataType::Struct(Fields::from(children)), false)), false)
         }
         DataType::Struct(children) => DataType::Struct(
-            children.iter().map(|c| field(c, &format!("{path}.{}", c.name()))).collect::<Result<Fields>>()?,
+            children.iter().map(|c| field(c, &format!("{path}.{}", c.name()), flavor)).collect::<Result<Fields>>()?,
         ),
-        DataType::Dictionary(_, values) => data_type(values, path)?,
-        DataType::Time32(_) | DataType::Time64(_) => return refuse("times are not read into Spark yet"),
+        DataType::Dictionary(_, values) => data_type_in(values, path, flavor)?,
+        DataType::Time32(_) | DataType::Time64(_) if pyspark => DataType::Time64(TimeUnit::Nanosecond),
+        DataType::Time32(_) | DataType::Time64(_) => return refuse("times are not read into Spark's JVM yet"),
         _ => return refuse("no Spark type holds it"),
     })
 }
@@ -145,19 +197,33 @@ fn same_type(a: &DataType, b: &DataType) -> bool {
     }
 }
 
-/// `batch` in the form of `target` (from [`schema`] of the batch's schema), columns by position.
+/// `batch` in the form of `target` (a Spark form of the batch's schema, [`schema_in`], or of a
+/// schema Spark sees as the same, nullability aside), columns by position.
 ///
 /// # Errors
-/// [`Error::Unsupported`] naming the column of a value that cannot be cast without loss.
+/// [`Error::Unsupported`] naming the column of a value that cannot be cast without loss;
+/// [`Error::Schema`] naming a column `target` declares non-null that holds nulls, or a struct
+/// field `target` has and the batch has not.
 pub fn batch(batch: &RecordBatch, target: &SchemaRef) -> Result<RecordBatch> {
     if batch.schema().fields() == target.fields() {
         return Ok(batch.clone());
+    }
+    if batch.num_columns() != target.fields().len() {
+        return Err(Error::Schema(format!(
+            "a batch of {} columns where {} were expected",
+            batch.num_columns(),
+            target.fields().len()
+        )));
     }
     let columns = batch
         .columns()
         .iter()
         .zip(target.fields())
-        .map(|(column, field)| array(column, field.data_type(), field.name()))
+        .map(|(column, field)| {
+            let out = array(column, field.data_type(), field.name())?;
+            check_non_null(&out, field, field.name())?;
+            Ok(out)
+        })
         .collect::<Result<Vec<_>>>()?;
     let options = RecordBatchOptions::new().with_row_count(Some(batch.num_rows()));
     RecordBatch::try_new_with_options(target.clone(), columns, &options).map_err(|e| Error::Arrow(Arc::new(e)))
@@ -173,6 +239,7 @@ pub fn array(values: &ArrayRef, target: &DataType, path: &str) -> Result<ArrayRe
         return Ok(values.clone());
     }
     let lossy = |what: &str| Error::unsupported(format!("column {path:?}: {what} cannot be read into Spark exactly"));
+    let too_long = || lossy("more than 2 GiB of strings or binaries in one batch");
     let nulls = values.nulls().cloned();
     Ok(match (values.data_type(), target) {
         (DataType::Dictionary(..), _) => {
@@ -197,8 +264,32 @@ pub fn array(values: &ArrayRef, target: &DataType, path: &str) -> Result<ArrayRe
             values.as_primitive::<Float16Type>().values().iter().map(|v| v.to_f32()).collect(),
             nulls,
         )),
-        (DataType::Utf8View, _) => Arc::new(values.as_string_view().iter().collect::<StringArray>()),
-        (DataType::BinaryView, _) => Arc::new(values.as_binary_view().iter().collect::<BinaryArray>()),
+        (DataType::Utf8View, _) => {
+            let views = values.as_string_view();
+            let offsets = narrow_offsets(views.iter().map(|v| v.map_or(0, str::len))).map_err(|()| too_long())?;
+            let bytes: Vec<u8> = views.iter().flatten().flat_map(str::as_bytes).copied().collect();
+            Arc::new(StringArray::try_new(offsets, bytes.into(), nulls).map_err(arrow)?)
+        }
+        (DataType::BinaryView, _) => {
+            let views = values.as_binary_view();
+            let offsets = narrow_offsets(views.iter().map(|v| v.map_or(0, <[u8]>::len))).map_err(|()| too_long())?;
+            let bytes: Vec<u8> = views.iter().flatten().flatten().copied().collect();
+            Arc::new(BinaryArray::try_new(offsets, bytes.into(), nulls).map_err(arrow)?)
+        }
+        (DataType::LargeUtf8, DataType::Utf8) => {
+            let large = values.as_string::<i64>();
+            let offsets = narrow_offsets(large.offsets().lengths()).map_err(|()| too_long())?;
+            let first = large.value_offsets()[0].as_usize();
+            let bytes = large.values().slice_with_length(first, offsets.last().as_usize());
+            Arc::new(StringArray::try_new(offsets, bytes, nulls).map_err(arrow)?)
+        }
+        (DataType::LargeBinary, DataType::Binary) => {
+            let large = values.as_binary::<i64>();
+            let offsets = narrow_offsets(large.offsets().lengths()).map_err(|()| too_long())?;
+            let first = large.value_offsets()[0].as_usize();
+            let bytes = large.values().slice_with_length(first, offsets.last().as_usize());
+            Arc::new(BinaryArray::try_new(offsets, bytes, nulls).map_err(arrow)?)
+        }
         (DataType::FixedSizeBinary(_), _) => Arc::new(values.as_fixed_size_binary().iter().collect::<BinaryArray>()),
         (DataType::Date64, _) => {
             const DAY: i64 = 86_400_000;
@@ -217,9 +308,14 @@ pub fn array(values: &ArrayRef, target: &DataType, path: &str) -> Result<ArrayRe
             let narrow = values.as_primitive::<Decimal256Type>().try_unary(|v| v.to_i128().ok_or(()));
             Arc::new(decimal(narrow.map_err(|()| lossy("a decimal256 wider than 128 bits"))?, *p, *s)?)
         }
-        (DataType::Timestamp(unit, zone), _) => {
+        (DataType::Timestamp(unit, _), DataType::Timestamp(_, zone)) => {
+            // The same instants in another zone's name: zoned values are UTC-based.
             let micros = to_micros(values, *unit).map_err(|()| lossy("a timestamp that is not a whole microsecond"))?;
             Arc::new(TimestampMicrosecondArray::new(micros, nulls).with_timezone_opt(zone.clone()))
+        }
+        (DataType::Time32(unit) | DataType::Time64(unit), DataType::Time64(TimeUnit::Nanosecond)) => {
+            let nanos = to_nanos(values, *unit).map_err(|()| lossy("a time out of range"))?;
+            Arc::new(Time64NanosecondArray::new(nanos, nulls))
         }
         (DataType::Duration(unit), _) => {
             let micros = to_micros(values, *unit).map_err(|()| lossy("a duration that is not a whole microsecond"))?;
@@ -227,7 +323,7 @@ pub fn array(values: &ArrayRef, target: &DataType, path: &str) -> Result<ArrayRe
         }
         (DataType::List(_), DataType::List(item)) => {
             let list = values.as_list::<i32>();
-            let items = array(list.values(), item.data_type(), &format!("{path}.{}", item.name()))?;
+            let items = list_items(list.values(), item, path)?;
             Arc::new(ListArray::try_new(item.clone(), list.offsets().clone(), items, nulls).map_err(arrow)?)
         }
         (DataType::LargeList(_), DataType::List(item)) => {
@@ -238,7 +334,7 @@ pub fn array(values: &ArrayRef, target: &DataType, path: &str) -> Result<ArrayRe
                 .map(|o| i32::try_from(*o))
                 .collect::<std::result::Result<_, _>>()
                 .map_err(|_| lossy("a large list of more than 2^31 items in one batch"))?;
-            let items = array(list.values(), item.data_type(), &format!("{path}.{}", item.name()))?;
+            let items = list_items(list.values(), item, path)?;
             Arc::new(
                 ListArray::try_new(item.clone(), OffsetBuffer::new(ScalarBuffer::from(offsets)), items, nulls)
                     .map_err(arrow)?,
@@ -251,7 +347,7 @@ pub fn array(values: &ArrayRef, target: &DataType, path: &str) -> Result<ArrayRe
                 .map(|i| i32::try_from(i * size))
                 .collect::<std::result::Result<Vec<_>, _>>()
                 .map_err(|_| lossy("a fixed-size list of more than 2^31 items in one batch"))?;
-            let items = array(list.values(), item.data_type(), &format!("{path}.{}", item.name()))?;
+            let items = list_items(list.values(), item, path)?;
             Arc::new(
                 ListArray::try_new(item.clone(), OffsetBuffer::new(ScalarBuffer::from(offsets)), items, nulls)
                     .map_err(arrow)?,
@@ -267,7 +363,12 @@ pub fn array(values: &ArrayRef, target: &DataType, path: &str) -> Result<ArrayRe
                 .columns()
                 .iter()
                 .zip(targets)
-                .map(|(c, t)| array(c, t.data_type(), &format!("{path}.{}", t.name())))
+                .map(|(c, t)| {
+                    let child_path = format!("{path}.{}", t.name());
+                    let out = array(c, t.data_type(), &child_path)?;
+                    check_non_null(&out, t, &child_path)?;
+                    Ok(out)
+                })
                 .collect::<Result<Vec<_>>>()?;
             let entries_array = StructArray::try_new(targets.clone(), children, None).map_err(arrow)?;
             Arc::new(
@@ -276,23 +377,76 @@ pub fn array(values: &ArrayRef, target: &DataType, path: &str) -> Result<ArrayRe
             )
         }
         (DataType::Struct(_), DataType::Struct(targets)) => {
-            let values = values.as_struct();
-            let children = values
-                .columns()
-                .iter()
-                .zip(targets)
-                .map(|(c, t)| array(c, t.data_type(), &format!("{path}.{}", t.name())))
-                .collect::<Result<Vec<_>>>()?;
+            let children = struct_children(values.as_struct(), targets, path)?;
             Arc::new(StructArray::try_new(targets.clone(), children, nulls).map_err(arrow)?)
         }
         (from, to) => {
-            return Err(Error::internal(format!("column {path:?}: no Spark cast from {from} to {to}")));
+            return Err(Error::Schema(format!("column {path:?} holds {from} where {to} is expected")));
         }
     })
 }
 
 fn arrow(e: arrow_schema::ArrowError) -> Error {
     Error::Arrow(Arc::new(e))
+}
+
+/// Refuses nulls in a column `field` declares non-null (nulls its parent masks aside, which
+/// the caller has already excluded by passing the child as its parent sees it).
+fn check_non_null(values: &ArrayRef, field: &Field, path: &str) -> Result<()> {
+    if !field.is_nullable() && values.logical_null_count() > 0 {
+        return Err(Error::Schema(format!("column {path:?} is declared non-null but holds nulls")));
+    }
+    Ok(())
+}
+
+/// The children of a struct, by the names of `targets`, cast to them; a child declared non-null
+/// may be null only where the struct is.
+fn struct_children(values: &StructArray, targets: &Fields, path: &str) -> Result<Vec<ArrayRef>> {
+    let names = values.column_names();
+    targets
+        .iter()
+        .map(|t| {
+            let child_path = format!("{path}.{}", t.name());
+            let index = names.iter().position(|n| *n == t.name().as_str()).ok_or_else(|| {
+                Error::Schema(format!("column {path:?} has no field {:?} (it has {names:?})", t.name()))
+            })?;
+            let child = array(values.column(index), t.data_type(), &child_path)?;
+            if !t.is_nullable() {
+                let visible = match (values.nulls(), child.logical_nulls()) {
+                    (Some(parent), Some(own)) => {
+                        // A null under a null parent is not a value: count only the others.
+                        (0..child.len()).filter(|&i| parent.is_valid(i) && own.is_null(i)).count()
+                    }
+                    (None, Some(own)) => own.null_count(),
+                    (_, None) => 0,
+                };
+                if visible > 0 {
+                    return Err(Error::Schema(format!("column {child_path:?} is declared non-null but holds nulls")));
+                }
+            }
+            Ok(child)
+        })
+        .collect()
+}
+
+/// The items of a list cast to its `item` field, refused if that is non-null and they hold nulls.
+fn list_items(items: &ArrayRef, item: &FieldRef, path: &str) -> Result<ArrayRef> {
+    let item_path = format!("{path}.{}", item.name());
+    let out = array(items, item.data_type(), &item_path)?;
+    check_non_null(&out, item, &item_path)?;
+    Ok(out)
+}
+
+/// Plain string or binary offsets for the values of a large or view array, `Err` past 2^31
+/// bytes in one batch.
+fn narrow_offsets<'a>(lengths: impl Iterator<Item = usize> + 'a) -> std::result::Result<OffsetBuffer<i32>, ()> {
+    let mut offsets = vec![0i32];
+    let mut end = 0i32;
+    for length in lengths {
+        end = i32::try_from(length).ok().and_then(|l| end.checked_add(l)).ok_or(())?;
+        offsets.push(end);
+    }
+    Ok(OffsetBuffer::new(ScalarBuffer::from(offsets)))
 }
 
 fn decimal(values: PrimitiveArray<Decimal128Type>, precision: u8, scale: i8) -> Result<Decimal128Array> {
@@ -317,6 +471,30 @@ fn to_micros(values: &ArrayRef, unit: TimeUnit) -> std::result::Result<ScalarBuf
         }
     };
     ints.values().iter().enumerate().map(convert).collect::<std::result::Result<Vec<_>, _>>().map(ScalarBuffer::from)
+}
+
+/// The values of a time array of `unit`, in nanoseconds; `Err` if one overflows.
+fn to_nanos(values: &ArrayRef, unit: TimeUnit) -> std::result::Result<ScalarBuffer<i64>, ()> {
+    let scale: i64 = match unit {
+        TimeUnit::Second => 1_000_000_000,
+        TimeUnit::Millisecond => 1_000_000,
+        TimeUnit::Microsecond => 1_000,
+        TimeUnit::Nanosecond => 1,
+    };
+    let wide: Vec<i64> = match values.data_type() {
+        DataType::Time32(_) => {
+            let data = values.to_data().into_builder().data_type(DataType::Int32).build().map_err(|_| ())?;
+            PrimitiveArray::<Int32Type>::from(data).values().iter().map(|v| i64::from(*v)).collect()
+        }
+        _ => {
+            let data = values.to_data().into_builder().data_type(DataType::Int64).build().map_err(|_| ())?;
+            PrimitiveArray::<Int64Type>::from(data).values().to_vec()
+        }
+    };
+    wide.iter()
+        .map(|v| v.checked_mul(scale).ok_or(()))
+        .collect::<std::result::Result<Vec<_>, _>>()
+        .map(ScalarBuffer::from)
 }
 
 #[cfg(test)]
@@ -344,6 +522,60 @@ mod tests {
         );
         let out = cast(Arc::new(Date64Array::from(vec![Some(-86_400_000), None]))).unwrap();
         assert_eq!(out.as_primitive::<Date32Type>().iter().collect::<Vec<_>>(), vec![Some(-1), None]);
+    }
+
+    #[test]
+    fn the_pyspark_form_renames_narrows_and_moves_zones_to_utc() {
+        let item = Arc::new(Field::new("item", DataType::LargeUtf8, true));
+        let entries = Field::new(
+            "pairs",
+            DataType::Struct(Fields::from(vec![
+                Field::new("k", DataType::Utf8, false),
+                Field::new("v", DataType::Timestamp(TimeUnit::Nanosecond, Some("Asia/Tokyo".into())), true),
+            ])),
+            false,
+        );
+        let file = Schema::new(vec![
+            Field::new("l", DataType::LargeList(item), false),
+            Field::new("m", DataType::Map(Arc::new(entries), false), true),
+            Field::new("t", DataType::Time32(TimeUnit::Millisecond), true),
+        ]);
+        let py = schema_in(&file, Flavor::PySpark).unwrap();
+        let element = Arc::new(Field::new("element", DataType::Utf8, true));
+        assert_eq!(py.field(0), &Field::new("l", DataType::List(element), true));
+        let utc = DataType::Timestamp(TimeUnit::Microsecond, Some("UTC".into()));
+        let pairs = Fields::from(vec![Field::new("key", DataType::Utf8, false), Field::new("value", utc, true)]);
+        let map = DataType::Map(Arc::new(Field::new("entries", DataType::Struct(pairs), false)), false);
+        assert_eq!(py.field(1).data_type(), &map);
+        assert_eq!(py.field(2).data_type(), &DataType::Time64(TimeUnit::Nanosecond));
+        // The JVM form keeps names, widths and zones, and refuses times.
+        let jvm_item = data_type(&DataType::LargeList(Arc::new(Field::new("x", DataType::LargeUtf8, true))), "l");
+        assert_eq!(jvm_item.unwrap(), DataType::List(Arc::new(Field::new("x", DataType::LargeUtf8, true))));
+        assert!(schema(&file).is_err());
+
+        let strings = arrow_array::LargeStringArray::from(vec![Some("a"), None, Some("bcd")]).slice(1, 2);
+        let out = array(&(Arc::new(strings) as ArrayRef), &DataType::Utf8, "s").unwrap();
+        assert_eq!(out.as_string::<i32>().iter().collect::<Vec<_>>(), vec![None, Some("bcd")]);
+        let times = Arc::new(arrow_array::Time32MillisecondArray::from(vec![Some(1_500), None])) as ArrayRef;
+        let out = array(&times, &DataType::Time64(TimeUnit::Nanosecond), "t").unwrap();
+        assert_eq!(out.as_primitive::<arrow_array::types::Time64NanosecondType>().value(0), 1_500_000_000);
+    }
+
+    #[test]
+    fn non_null_targets_refuse_nulls_but_not_under_a_null_parent() {
+        let inner = Fields::from(vec![Field::new("y", DataType::Int32, false)]);
+        let target: SchemaRef = Arc::new(Schema::new(vec![Field::new("x", DataType::Struct(inner), true)]));
+        let nullable = Fields::from(vec![Field::new("y", DataType::Int32, true)]);
+        let make = |parent: Option<Vec<bool>>| {
+            let ys = Arc::new(arrow_array::Int32Array::from(vec![Some(1), None])) as ArrayRef;
+            let x = StructArray::try_new(nullable.clone(), vec![ys], parent.map(Into::into)).unwrap();
+            let schema = Arc::new(Schema::new(vec![Field::new("x", x.data_type().clone(), true)]));
+            RecordBatch::try_new(schema, vec![Arc::new(x)]).unwrap()
+        };
+        let e = batch(&make(None), &target).unwrap_err();
+        assert!(matches!(e, Error::Schema(_)) && e.to_string().contains("\"x.y\" is declared non-null"), "{e}");
+        let masked = batch(&make(Some(vec![true, false])), &target).unwrap();
+        assert_eq!(masked.column(0).null_count(), 1);
     }
 
     #[test]
