@@ -1,0 +1,189 @@
+//! The situations in which readers of this design have hung (Lance's among them), each run
+//! under a timeout and checked against the data written: a budget smaller than one page, a
+//! budget of one byte, many requests at the same priority, list items that need indirect reads
+//! while the budget is full, many reads and many files at once, a slow consumer. A hang fails
+//! the test (it never blocks the suite), wrong data fails it too.
+
+// Tests report failures by panicking.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+mod common;
+use common::nz;
+
+use std::future::Future;
+use std::path::Path;
+use std::sync::Arc;
+use std::time::Duration;
+
+use arrow_array::RecordBatch;
+use arrow_schema::{DataType, Field, Schema, SchemaRef};
+use common::{NestedLimits, assert_batches_equal, random_nested_table, random_table, write_file};
+use futures::StreamExt;
+use looseleaf::io::IoDepth;
+use looseleaf::{ByteCount, FileReader, IoOptions, ReadBuilder};
+use rand::Rng;
+use rand::seq::SliceRandom;
+
+/// Longer than any of these reads takes on a loaded 2-core machine, by far.
+const HANG: Duration = Duration::from_secs(120);
+
+/// I/O options with a byte budget of `bytes` and a fixed depth.
+fn budget(bytes: u64, depth: usize) -> IoOptions {
+    IoOptions { depth: IoDepth::Fixed(nz(depth)), buffer: ByteCount(bytes), ..IoOptions::LOCAL }
+}
+
+async fn within<T>(what: &str, read: impl Future<Output = T>) -> T {
+    tokio::time::timeout(HANG, read).await.unwrap_or_else(|_| panic!("{what}: the read hung"))
+}
+
+/// Reads to the end, the consumer pausing after each batch when `slow`.
+async fn scan(read: ReadBuilder, slow: bool) -> RecordBatch {
+    let mut stream = read.stream().await.unwrap();
+    let schema = stream.schema().clone();
+    let mut batches = Vec::new();
+    while let Some(batch) = stream.next().await {
+        batches.push(batch.unwrap());
+        if slow {
+            tokio::time::sleep(Duration::from_millis(2)).await;
+        }
+    }
+    arrow_select::concat::concat_batches(&schema, &batches).unwrap()
+}
+
+/// A file of lists of strings, structs of lists and maps (items read through indirect I/O),
+/// with small pages, and the table written.
+async fn nested_file(path: &Path, seed: u64, rows: usize) -> RecordBatch {
+    let mut rng = common::rng(seed);
+    let limits = NestedLimits { max_depth: 3, ..NestedLimits::default() };
+    let fields: Vec<Field> = (0..6).map(|i| common::random_nested_field(&mut rng, &format!("c{i}"), limits)).collect();
+    let schema: SchemaRef = Arc::new(Schema::new(fields));
+    let table = random_nested_table(&mut rng, &schema, rows);
+    write_file(path, &schema, std::slice::from_ref(&table), 4 * 1024).await;
+    table
+}
+
+/// Budgets of one byte and of less than a page, with a slow consumer, over nested data whose
+/// list items need indirect reads while the budget is full: scans, ranges and takes finish.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn tiny_budgets_finish_every_read_of_nested_data() {
+    let dir = tempfile::tempdir().unwrap();
+    for seed in 0..4 {
+        let path = dir.path().join(format!("nested-{seed}.leaf"));
+        let table = nested_file(&path, 100 + seed, 3000).await;
+        let reader = FileReader::open_path(&path).await.unwrap();
+        for (bytes, depth) in [(1, 1), (1, 8), (1024, 2), (3000, 16)] {
+            let what = format!("seed {seed}, budget {bytes} B, depth {depth}");
+            let read = reader.read().with_batch_size(nz(257)).with_io_options(budget(bytes, depth));
+            let all = within(&what, scan(read, seed % 2 == 0)).await;
+            assert_batches_equal(&all, &table, &what);
+
+            let read = reader.read().with_row_range(1000..2100).with_io_options(budget(bytes, depth));
+            let range = within(&what, scan(read, false)).await;
+            assert_batches_equal(&range, &table.slice(1000, 1100), &what);
+
+            let mut rng = common::rng(seed);
+            let indices: Vec<u64> = (0..200).map(|_| rng.random_range(0..3000)).collect();
+            let read = reader.read().with_io_options(budget(bytes, depth));
+            let taken = within(&what, read.take(&indices)).await.unwrap();
+            let expected =
+                arrow_select::take::take_record_batch(&table, &arrow_array::UInt64Array::from(indices.clone()))
+                    .unwrap();
+            assert_batches_equal(&taken, &expected, &what);
+        }
+    }
+}
+
+/// Many requests at the same priority: a take of the same row of 300 columns (every request
+/// serves row 0's neighbourhood), and a scan of them, with a budget smaller than one page.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn many_requests_at_one_priority_finish() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut rng = common::rng(7);
+    let types = [DataType::Int64, DataType::Utf8, DataType::Float32, DataType::Binary];
+    let fields: Vec<Field> = (0..300).map(|i| Field::new(format!("f{i}"), types[i % 4].clone(), true)).collect();
+    let schema: SchemaRef = Arc::new(Schema::new(fields));
+    let table = random_table(&mut rng, &schema, 2000);
+    let path = dir.path().join("wide.leaf");
+    write_file(&path, &schema, std::slice::from_ref(&table), 2 * 1024).await;
+    let reader = FileReader::open_path(&path).await.unwrap();
+    for depth in [1, 4, 64] {
+        let what = format!("300 columns, depth {depth}");
+        let read = reader.read().with_io_options(budget(100, depth));
+        let taken = within(&what, read.take(&[0, 0, 1, 1999, 0])).await.unwrap();
+        let expected =
+            arrow_select::take::take_record_batch(&table, &arrow_array::UInt64Array::from(vec![0u64, 0, 1, 1999, 0]))
+                .unwrap();
+        assert_batches_equal(&taken, &expected, &what);
+        let read = reader.read().with_batch_size(nz(1)).with_io_options(budget(100, depth));
+        let first = within(&what, async {
+            let mut stream = read.stream().await.unwrap();
+            let batch = stream.next().await.unwrap().unwrap();
+            drop(stream); // dropped with every column's requests in flight
+            batch
+        })
+        .await;
+        assert_batches_equal(&first, &table.slice(0, 1), &what);
+        let all = within(&what, scan(reader.read().with_io_options(budget(100, depth)), false)).await;
+        assert_batches_equal(&all, &table, &what);
+    }
+}
+
+/// Sixteen concurrent reads of one file (scans, ranges and takes) and reads of 24 files at
+/// once, each with a one-byte budget, all on one two-thread runtime.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn many_reads_and_many_files_at_once_finish() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("shared.leaf");
+    let table = Arc::new(nested_file(&path, 5, 2000).await);
+    let reader = Arc::new(FileReader::open_path(&path).await.unwrap());
+    let mut tasks = Vec::new();
+    for i in 0..16u64 {
+        let (reader, table) = (reader.clone(), table.clone());
+        tasks.push(tokio::spawn(async move {
+            let io = budget(1, 1 + (i as usize % 4));
+            match i % 3 {
+                0 => assert_batches_equal(&scan(reader.read().with_io_options(io), i % 2 == 0).await, &table, "scan"),
+                1 => {
+                    let start = i * 100;
+                    let read = reader.read().with_row_range(start..start + 500).with_io_options(io);
+                    assert_batches_equal(&scan(read, false).await, &table.slice(start as usize, 500), "range");
+                }
+                _ => {
+                    let mut indices: Vec<u64> = (0..2000).step_by(7).collect();
+                    indices.shuffle(&mut common::rng(i));
+                    let taken = reader.read().with_io_options(io).take(&indices).await.unwrap();
+                    let expected =
+                        arrow_select::take::take_record_batch(&table, &arrow_array::UInt64Array::from(indices))
+                            .unwrap();
+                    assert_batches_equal(&taken, &expected, "take");
+                }
+            }
+        }));
+    }
+    within("16 concurrent reads", async {
+        for task in tasks {
+            task.await.unwrap();
+        }
+    })
+    .await;
+
+    let mut files = Vec::new();
+    for i in 0..24 {
+        let path = dir.path().join(format!("many-{i}.leaf"));
+        files.push((path.clone(), nested_file(&path, 200 + i, 300).await));
+    }
+    let reads = files.into_iter().map(|(path, table)| {
+        tokio::spawn(async move {
+            let reader = FileReader::open_path(&path).await.unwrap();
+            let all = scan(reader.read().with_batch_size(nz(64)).with_io_options(budget(1, 2)), true).await;
+            assert_batches_equal(&all, &table, &path.display().to_string());
+        })
+    });
+    let reads: Vec<_> = reads.collect();
+    within("24 files at once", async {
+        for read in reads {
+            read.await.unwrap();
+        }
+    })
+    .await;
+}
