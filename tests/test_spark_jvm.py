@@ -334,6 +334,16 @@ def test_filters_skip_pages_of_sorted_data(jvm, tmp_path):
         assert pushed in description, description
     scanned = executed.collectLeaves().head().metrics().apply("numOutputRows").value()
     assert len(expected) <= scanned < n / 20
+    # Planned as many small partitions, those no page of which can match are not planned.
+    small = {"maxPartitionBytes": 4096}
+    everything = _read(jvm, path, **small).rdd.getNumPartitions()
+    narrowed = _read(jvm, path, **small).filter(
+        "day >= date'1993-01-01' and day < date'1993-02-01' and price < 5 and k is not null"
+    )
+    assert everything > 20
+    assert narrowed.rdd.getNumPartitions() < everything / 5
+    assert sorted(r["k"] for r in narrowed.collect()) == sorted(r["k"] for r in expected)
+    assert _read(jvm, path, **small).filter("day < date'1900-01-01'").rdd.getNumPartitions() == 0
     # A filter on a string or through an OR rules nothing out and changes nothing.
     assert frame.filter("k = 5 or k = 7").count() == 2
     assert frame.filter("day < date'1900-01-01'").count() == 0

@@ -158,6 +158,14 @@ impl Reader {
         Ok(runtime()?.block_on(self.reader.column_bounds(column))?)
     }
 
+    /// The row ranges whose pages `predicates` (lines, see [`parse_predicate`]) do not rule
+    /// out (see `FileReader::rows_matching_statistics`).
+    pub fn matching_rows(&self, predicates: &[String]) -> Result<Vec<Range<u64>>, Failure> {
+        let predicates = predicates.iter().map(|line| parse_predicate(line)).collect::<Result<Vec<_>, _>>()?;
+        let selection = runtime()?.block_on(self.reader.rows_matching_statistics(&predicates))?;
+        Ok(selection.ranges().to_vec())
+    }
+
     /// Bytes a read of `columns` fetches.
     pub fn projected_bytes(&self, columns: Option<Vec<String>>) -> Result<u64, Failure> {
         let read = match columns {

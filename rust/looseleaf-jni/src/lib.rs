@@ -157,6 +157,28 @@ pub extern "system" fn Java_io_looseleaf_spark_NativeReader_columnBounds<'local>
     .resolve::<ThrowLooseleafException>()
 }
 
+/// The row ranges of a reader's file whose pages `predicates` (one per line) do not rule out,
+/// as `start end` pairs of a `long[]`.
+#[unsafe(no_mangle)]
+pub extern "system" fn Java_io_looseleaf_spark_NativeReader_matchingRows<'local>(
+    mut env: EnvUnowned<'local>,
+    _class: JClass<'local>,
+    reader: jlong,
+    predicates: JByteArray<'local>,
+) -> jni::objects::JLongArray<'local> {
+    env.with_env(|env| -> Result<jni::objects::JLongArray<'local>, Failure> {
+        let predicates = lines(env, &predicates)?;
+        // SAFETY: a live handle from `open` (module docs).
+        let reader = unsafe { handles::borrow::<Reader>(reader)? };
+        let bounds: Vec<jlong> =
+            reader.matching_rows(&predicates)?.iter().flat_map(|r| [r.start as jlong, r.end as jlong]).collect();
+        let out = env.new_long_array(bounds.len())?;
+        out.set_region(env, 0, &bounds)?;
+        Ok(out)
+    })
+    .resolve::<ThrowLooseleafException>()
+}
+
 /// Starts a read of `columns` (all when `null`) over rows `start..end` in batches of
 /// `batch_size` rows, skipping the pages `predicates` rule out (`null` for none; one predicate
 /// per line, see `handles::parse_predicate`).

@@ -32,9 +32,16 @@ public final class LooseleafDataSource implements TableProvider, DataSourceRegis
     return NativeReader.liveBatchBytes();
   }
 
+  /** The dataset {@link #inferSchema} resolved, for the {@link #getTable} call that follows. */
+  private Dataset inferred;
+
+  private Map<String, String> inferredFor;
+
   @Override
   public StructType inferSchema(CaseInsensitiveStringMap options) {
-    return Dataset.resolve(options).sparkSchema();
+    inferred = Dataset.resolve(options);
+    inferredFor = options.asCaseSensitiveMap();
+    return inferred.sparkSchema();
   }
 
   /** Writes pass the DataFrame's schema for a path that may not exist, reads a user schema. */
@@ -45,6 +52,9 @@ public final class LooseleafDataSource implements TableProvider, DataSourceRegis
 
   @Override
   public Table getTable(StructType schema, Transform[] partitioning, Map<String, String> properties) {
-    return new LooseleafTable(new CaseInsensitiveStringMap(properties), schema, null);
+    // Spark infers the schema, then asks this provider for the table with the same options:
+    // the files are listed once per load.
+    Dataset known = properties.equals(inferredFor) ? inferred : null;
+    return new LooseleafTable(new CaseInsensitiveStringMap(properties), schema, known);
   }
 }

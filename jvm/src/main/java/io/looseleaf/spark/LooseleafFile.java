@@ -50,6 +50,14 @@ final class LooseleafFile implements AutoCloseable {
         NativeReader.columnBounds(handle(), column.getBytes(StandardCharsets.UTF_8)));
   }
 
+  /**
+   * The row ranges ({@code start, end} pairs, ascending) whose pages {@code predicates} (see
+   * {@link PagePredicates}) do not rule out.
+   */
+  long[] matchingRows(List<String> predicates) {
+    return NativeReader.matchingRows(handle(), linesRequest(predicates));
+  }
+
   long projectedBytes(List<String> columns) {
     return NativeReader.projectedBytes(handle(), linesRequest(columns));
   }

@@ -16,7 +16,8 @@ import org.apache.spark.sql.vectorized.ColumnarBatch;
 /**
  * A columnar scan of the projected columns. Partitions are row ranges of files, each about
  * {@code maxPartitionBytes} of projected data (from the file's I/O plan), so one large file
- * feeds many tasks.
+ * feeds many tasks; with page predicates, each range shrinks to the rows its pages may hold and
+ * a range with none is dropped (the task still skips the pages inside it).
  */
 final class LooseleafScan implements SupportsReportStatistics, Batch {
   private final Dataset dataset;
@@ -76,18 +77,39 @@ final class LooseleafScan implements SupportsReportStatistics, Batch {
         long projected = file.projectedBytes(columns);
         totalRows += numRows;
         totalBytes += projected;
+        // Ranges no page of which can match are not planned: no task opens the file for them.
+        long[] matching = predicates == null ? new long[] {0, numRows} : file.matchingRows(predicates);
         long ranges = Math.max(1, Math.min(numRows, (projected + dataset.maxPartitionBytes - 1) / dataset.maxPartitionBytes));
         for (long i = 0; i < ranges; i++) {
-          long start = numRows * i / ranges;
-          long end = numRows * (i + 1) / ranges;
-          partitions.add(
-              new FileRange(path, dataset.storageOptions, columns, start, end, dataset.batchSize, predicates));
+          long[] hull = hull(matching, numRows * i / ranges, numRows * (i + 1) / ranges);
+          if (hull != null) {
+            partitions.add(
+                new FileRange(path, dataset.storageOptions, columns, hull[0], hull[1], dataset.batchSize, predicates));
+          }
         }
       }
     }
     rows = totalRows;
     bytes = totalBytes;
     return partitions.toArray(new InputPartition[0]);
+  }
+
+  /**
+   * The smallest row range holding every row of {@code start..end} that lies in one of the
+   * ascending {@code start, end} pairs of {@code matching}, or null if none does.
+   */
+  static long[] hull(long[] matching, long start, long end) {
+    long lo = Long.MAX_VALUE;
+    long hi = Long.MIN_VALUE;
+    for (int i = 0; i + 1 < matching.length; i += 2) {
+      long from = Math.max(start, matching[i]);
+      long to = Math.min(end, matching[i + 1]);
+      if (from < to) {
+        lo = Math.min(lo, from);
+        hi = Math.max(hi, to);
+      }
+    }
+    return lo < hi ? new long[] {lo, hi} : null;
   }
 
   @Override

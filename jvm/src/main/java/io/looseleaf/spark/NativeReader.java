@@ -58,6 +58,9 @@ final class NativeReader {
 
   static native byte[] columnBounds(long reader, byte[] column);
 
+  /** Row ranges ({@code start, end} pairs) whose pages the predicates do not rule out. */
+  static native long[] matchingRows(long reader, byte[] predicates);
+
   static native long scan(long reader, byte[] columns, long start, long end, int batchSize, byte[] predicates);
 
   static native long next(long scan);
