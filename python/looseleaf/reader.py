@@ -37,6 +37,10 @@ class ReadOptions(TypedDict, total=False):
       that index both the largest dictionary of the column's pages and a batch of distinct
       values; columns written from dictionary arrays always are, with their own keys.
     - ``decode_parallelism``: batches decoded at once (default: the number of CPUs).
+    - ``verify_checksums``: check every page buffer read whole against the CRC-32 the writer
+      stored (default ``True``; files written before format 2.0 have none). A mismatch raises
+      :class:`CorruptFileError` naming the column and page. ``False`` saves about 50 ms per GB
+      read, at the price of damaged data going unnoticed.
     """
 
     batch_size: int
@@ -46,6 +50,7 @@ class ReadOptions(TypedDict, total=False):
     io_buffer_bytes: int | str
     dictionary_columns: Sequence[str]
     decode_parallelism: int
+    verify_checksums: bool
 
 
 def open(
@@ -100,7 +105,7 @@ class FileReader:
     def options(self) -> dict[str, Any]:
         """The reader's read options: ``batch_size`` (``None``: the default rule), ``io_depth``,
         ``io_buffer_bytes`` (the storage's defaults unless set), ``dictionary_columns``,
-        ``decode_parallelism``."""
+        ``decode_parallelism``, ``verify_checksums``."""
         return self._native.options
 
     @property

@@ -31,7 +31,7 @@ class FileWriter:
     default; ``encodings="plain"`` stores every value plain. ``compression`` (``"lz4"`` or
     ``"zstd"``, at ``compression_level``) compresses whole pages on top, at the cost of reading
     a whole page for any row of it. ``statistics`` stores each page's null count, minimum and
-    maximum.
+    maximum; ``checksums`` a CRC-32 of every page buffer, which readers verify.
 
     >>> with FileWriter("out.leaf", table.schema) as writer:  # doctest: +SKIP
     ...     writer.write_table(table)
@@ -47,6 +47,7 @@ class FileWriter:
         compression_level: int | None = None,
         encodings: Mapping[str, Any] | str | None = None,
         statistics: bool = True,
+        checksums: bool = True,
         storage_options: Mapping[str, Any] | None = None,
     ) -> None:
         if not isinstance(schema, pa.Schema):
@@ -59,6 +60,7 @@ class FileWriter:
             compression_level=compression_level,
             encodings=_encodings_arg(encodings),
             statistics=bool(statistics),
+            checksums=bool(checksums),
             storage_options=storage_options,
         )
         self.schema = schema

@@ -31,6 +31,9 @@ pub fn check_read_options<'py>(py: Python<'py>, options: Option<&Bound<'py, PyDi
     if let Some(n) = options.decode_parallelism {
         out.set_item("decode_parallelism", n.get())?;
     }
+    if let Some(verify) = options.verify_checksums {
+        out.set_item("verify_checksums", verify)?;
+    }
     Ok(out)
 }
 

@@ -236,6 +236,7 @@ impl PyFileReader {
         out.set_item("io_buffer_bytes", io.buffer.get())?;
         out.set_item("dictionary_columns", options.dictionary_columns.clone())?;
         out.set_item("decode_parallelism", options.decode_parallelism.map(|n| n.get()))?;
+        out.set_item("verify_checksums", options.verify_checksums.unwrap_or(true))?;
         Ok(out)
     }
 

@@ -48,7 +48,7 @@ impl PyFileWriter {
 #[pymethods]
 impl PyFileWriter {
     #[new]
-    #[pyo3(signature = (path, schema, *, page_size = None, compression = None, compression_level = None, encodings = None, statistics = true, storage_options = None))]
+    #[pyo3(signature = (path, schema, *, page_size = None, compression = None, compression_level = None, encodings = None, statistics = true, checksums = true, storage_options = None))]
     // The Python constructor's keywords, one parameter each, as PyO3 maps them; they become one
     // `WriterOptions` at once below.
     #[allow(clippy::too_many_arguments)]
@@ -61,13 +61,14 @@ impl PyFileWriter {
         compression_level: Option<i32>,
         encodings: Option<HashMap<String, PolicySpec>>,
         statistics: bool,
+        checksums: bool,
         storage_options: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<Self> {
         let display: String = py.import("os")?.call_method1("fspath", (path,))?.extract()?;
         let location = Location::parse(&display).py_err()?;
         let storage = crate::storage::storage_options(storage_options)?;
         let schema = import_schema(schema)?;
-        let mut options = WriterOptions::default().with_statistics(statistics);
+        let mut options = WriterOptions::default().with_statistics(statistics).with_checksums(checksums);
         if let Some(page_size) = page_size {
             let bytes = u64::try_from(page_size)
                 .ok()

@@ -196,6 +196,108 @@ async fn flipped_data_bytes_never_panic() {
     assert!(failures > 0, "some damaged string offsets should have been detected");
 }
 
+/// Format 2.0 stores a CRC-32 of every page buffer: one flipped bit anywhere in any buffer of
+/// any page (plain, encoded or compressed; values, validity, offsets, list items) is a corrupt-file
+/// error naming the file, the column and the page on a full read. With `verify_checksums` off the
+/// damage is whatever it decodes to, or a proper error, never a panic.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn flipped_page_bits_are_checksum_errors_naming_column_and_page() {
+    use looseleaf::ReadOptions;
+    let dir = tempfile::tempdir().unwrap();
+    let item = Arc::new(Field::new("item", DataType::Int64, true));
+    let schema: SchemaRef = Arc::new(Schema::new(vec![
+        Field::new("i", DataType::Int32, true),
+        Field::new("s", DataType::Utf8, true),
+        Field::new("l", DataType::List(item), true),
+        Field::new(
+            "st",
+            DataType::Struct(
+                vec![Field::new("a", DataType::Float64, true), Field::new("b", DataType::Binary, false)].into(),
+            ),
+            true,
+        ),
+    ]));
+    let mut rng = common::rng(14);
+    let table = common::random_nested_table(&mut rng, &schema, 400);
+    let mut buffers_checked = 0;
+    for compression in [Compression::None, Compression::Zstd] {
+        let path = dir.path().join(format!("checked-{compression:?}.leaf"));
+        let options = WriterOptions::default().with_page_size(700).with_compression(compression, 1);
+        common::write_file_with(&path, &schema, std::slice::from_ref(&table), options).await;
+        let bytes = std::fs::read(&path).unwrap();
+        let paths = FileReader::open(memory(bytes.clone(), "memory://paths.leaf")).await.unwrap().column_paths();
+        let layout = FileLayout::parse(&bytes);
+        for (column, pages) in layout.columns.iter().enumerate() {
+            let column_path = &paths[&(column as u32)];
+            for (page, page_layout) in pages.iter().enumerate() {
+                for buffer in page_layout.buffers.iter().filter(|b| !b.is_empty()) {
+                    let position = rng.random_range(buffer.start..buffer.end) as usize;
+                    let mut damaged = bytes.clone();
+                    damaged[position] ^= 1 << rng.random_range(0..8);
+                    let location = format!("memory://flipped-{compression:?}-{column}-{page}-{position}.leaf");
+                    let what = format!("column {column_path}, page {page}, byte {position}");
+                    let file = FileReader::open(memory(damaged.clone(), &location)).await.unwrap();
+                    let error = assert_fails(read_to_end(file.read().with_batch_size(nz(64))).await, &location, &what);
+                    let expected =
+                        format!("checksum mismatch in page {page} of column {column_path:?} (number {column})");
+                    assert!(error.to_string().contains(&expected), "{what}: {error}");
+                    assert!(
+                        matches!(error, Error::Corrupt { offset: Some(o), .. } if o == buffer.start),
+                        "{what}: {error:?}"
+                    );
+
+                    let unchecked = ReadOptions { verify_checksums: Some(false), ..Default::default() };
+                    let file = FileReader::open(memory(damaged, &location)).await.unwrap().with_options(unchecked);
+                    if let Err(e) = read_to_end(file.read()).await {
+                        assert_proper_error(&e, &location, &format!("{what}, unchecked"));
+                        assert!(!e.to_string().contains("checksum"), "{what}: verified although asked not to: {e}");
+                    }
+                    buffers_checked += 1;
+                }
+            }
+        }
+    }
+    assert!(buffers_checked > 40, "only {buffers_checked} buffers damaged");
+}
+
+/// Files without checksums (written with `checksums` off, like files from before format 2.0)
+/// read as before, and their damaged data goes unnoticed by the checksum path.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn files_without_checksums_are_read_unverified() {
+    let dir = tempfile::tempdir().unwrap();
+    let schema = writer_schema();
+    let batch = writer_batch(&schema, 0, 1000);
+    let path = dir.path().join("unchecked.leaf");
+    let options = WriterOptions::default().with_checksums(false);
+    common::write_file_with(&path, &schema, std::slice::from_ref(&batch), options).await;
+    let bytes = std::fs::read(&path).unwrap();
+    let file = FileReader::open(memory(bytes, "memory://unchecked.leaf")).await.unwrap();
+    assert_batches_equal(&read_to_end(file.read()).await.unwrap().concat(), &batch, "a file without checksums");
+    let metadata = file.metadata().await.unwrap();
+    assert_eq!(metadata.format_version, (looseleaf::format::MAJOR_VERSION, looseleaf::format::MINOR_VERSION));
+}
+
+/// A file requiring a format feature this reader does not know is refused on open, naming the
+/// feature and the file; one requiring none is read.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn files_requiring_unknown_features_are_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let (bytes, table) = sample_file(dir.path()).await;
+    let rewritten = common::rewrite_file(&bytes, |footer| footer.required_features.clear(), |_, _| {});
+    let read = open_and_read(memory(rewritten, "memory://no-features.leaf")).await.unwrap();
+    assert_batches_equal(&read, &table, "a file requiring no feature");
+
+    let location = "memory://future.leaf";
+    let future = common::rewrite_file(
+        &bytes,
+        |footer| footer.required_features = vec!["page-checksums-v2".into(), "time-travel".into()],
+        |_, _| {},
+    );
+    let error = assert_fails(FileReader::open(memory(future, location)).await, location, "an unknown feature");
+    assert!(matches!(error, Error::Unsupported { .. }), "{error:?}");
+    assert!(error.to_string().contains("format feature \"page-checksums-v2\""), "{error}");
+}
+
 /// Hostile metadata: bytes changed *and* checksums recomputed, so that the damage reaches the
 /// parsers. Every result is a value or a proper error naming the file.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -607,7 +709,7 @@ async fn claims_not_backed_by_bytes_are_values_or_errors_never_allocations() {
 
     // 2^40 rows of constants, and of bit-packing of width 0: one batch and the last row read.
     let bitpacked_zero = |page: &PageMetadata| PageMetadata {
-        buffers: vec![BufferLocation { offset: page.buffers[0].offset, size: 0, uncompressed_size: 0 }],
+        buffers: vec![BufferLocation { offset: page.buffers[0].offset, size: 0, uncompressed_size: 0, crc32: None }],
         encoding: node(Kind::Bitpacked(BitpackedEncoding {
             value_bytes: 4,
             lane_bits: 32,

@@ -104,6 +104,8 @@ impl CompressedPageScheduler {
                 offset: virtual_end,
                 size: buffer.uncompressed_size,
                 uncompressed_size: 0,
+                // The stored bytes were checked when read; decompressed ones have no checksum.
+                crc32: None,
             });
             virtual_end = virtual_end
                 .checked_add(buffer.uncompressed_size)

@@ -29,10 +29,19 @@ use crate::error::{Error, Result, bail, ensure};
 
 /// The 4-byte magic number at the start and the end of every file.
 pub const MAGIC: &[u8; 4] = b"LEAF";
-/// Major format version: readers reject files with another major version.
-pub const MAJOR_VERSION: u16 = 1;
-/// Minor format version: additions a reader of the same major version may ignore.
+/// Major format version written. A reader refuses a major version it does not know: 2.0 added
+/// page checksums and required features, and made the 1.0 additions an older reader would
+/// misread (page compression, encoded string offsets) a reason to refuse the file.
+pub const MAJOR_VERSION: u16 = 2;
+/// Minor format version written: additions a reader of the same major version either ignores
+/// safely or refuses through [`Footer::required_features`](proto::Footer::required_features).
 pub const MINOR_VERSION: u16 = 0;
+/// The major versions this reader reads: files written before 2.0 stay readable.
+pub const READABLE_MAJOR_VERSIONS: std::ops::RangeInclusive<u16> = 1..=MAJOR_VERSION;
+/// The required features this reader understands. Version 2.0 defines none: a later minor
+/// version that adds something a 2.0 reader would misread names it in the footer's
+/// `required_features`, and a 2.0 reader refuses the file with an error naming it.
+pub const KNOWN_FEATURES: &[&str] = &[];
 /// Length of the file header.
 pub const HEADER_LEN: u64 = 8;
 /// Length of the fixed tail at the end of the file.
@@ -113,10 +122,12 @@ impl FileTail {
         let crc = crc32fast::hash(&bytes[0..32]);
         ensure!(crc == stored_crc, corrupt, "file tail checksum mismatch (the last 40 bytes are damaged)");
         let major = u16_at(28);
-        if major != MAJOR_VERSION {
+        if !READABLE_MAJOR_VERSIONS.contains(&major) {
             return Err(Error::unsupported(format!(
-                "file format version {major}.{} (this reader reads version {MAJOR_VERSION}.x)",
-                u16_at(30)
+                "file format version {major}.{} (this reader reads versions {}.x to {}.x)",
+                u16_at(30),
+                READABLE_MAJOR_VERSIONS.start(),
+                READABLE_MAJOR_VERSIONS.end()
             )));
         }
         let tail = Self {
@@ -208,6 +219,21 @@ impl ColumnEntry {
     }
 }
 
+/// Refuses a footer that requires a feature this reader does not know ([`KNOWN_FEATURES`]).
+///
+/// # Errors
+/// [`Error::Unsupported`] naming the first unknown feature.
+pub fn check_required_features(footer: &proto::Footer) -> Result<()> {
+    match footer.required_features.iter().find(|f| !KNOWN_FEATURES.contains(&f.as_str())) {
+        Some(unknown) => Err(Error::unsupported(format!(
+            "the file requires the format feature {unknown:?}, which this reader does not know \
+             (written by {:?})",
+            footer.created_by
+        ))),
+        None => Ok(()),
+    }
+}
+
 /// Checks a block against its CRC-32 and decodes it as the protobuf message `M`.
 pub fn decode_checked<M: prost::Message + Default>(bytes: &[u8], crc: u32, what: &str) -> Result<M> {
     ensure!(crc32fast::hash(bytes) == crc, corrupt, "{what} checksum mismatch");
@@ -242,5 +268,39 @@ mod tests {
             assert!(FileTail::parse(&damaged, 1100).is_err(), "flipped byte {i} not detected");
         }
         assert!(FileTail::parse(&bytes, 1101).is_err());
+    }
+
+    #[test]
+    fn versions_read_and_refused() {
+        let tail = |major| {
+            FileTail {
+                footer_offset: 1000,
+                footer_length: 60,
+                footer_crc: 7,
+                table_offset: 952,
+                num_columns: 2,
+                major,
+                minor: 3,
+            }
+            .to_bytes()
+        };
+        for major in READABLE_MAJOR_VERSIONS {
+            assert_eq!(FileTail::parse(&tail(major), 1100).unwrap().major, major);
+        }
+        for major in [0, MAJOR_VERSION + 1] {
+            let error = FileTail::parse(&tail(major), 1100).unwrap_err();
+            assert!(matches!(error, Error::Unsupported { .. }), "{error}");
+            assert!(error.to_string().contains(&format!("version {major}.3")), "{error}");
+        }
+    }
+
+    #[test]
+    fn unknown_required_features_are_refused_by_name() {
+        let mut footer = proto::Footer { created_by: "a later writer".into(), ..Default::default() };
+        check_required_features(&footer).unwrap();
+        footer.required_features = vec!["time-travel".into()];
+        let error = check_required_features(&footer).unwrap_err();
+        assert!(matches!(error, Error::Unsupported { .. }), "{error}");
+        assert!(error.to_string().contains("\"time-travel\""), "{error}");
     }
 }

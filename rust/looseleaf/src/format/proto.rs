@@ -21,6 +21,11 @@ pub struct Footer {
     /// The software that wrote the file.
     #[prost(string, tag = "4")]
     pub created_by: String,
+    /// Features the file uses that a reader must understand to read it correctly (format 2.0
+    /// on): a reader refuses a file listing a name it does not know (see
+    /// [`crate::format::KNOWN_FEATURES`]).
+    #[prost(string, repeated, tag = "5")]
+    pub required_features: Vec<String>,
 }
 
 /// One field of the schema (children for nested types).
@@ -210,6 +215,10 @@ pub struct BufferLocation {
     /// Length once decompressed, for pages with general-purpose compression.
     #[prost(uint64, tag = "3")]
     pub uncompressed_size: u64,
+    /// CRC-32 of the buffer's bytes as stored (format 2.0 on; absent when the writer was asked
+    /// not to compute it).
+    #[prost(fixed32, optional, tag = "4")]
+    pub crc32: Option<u32>,
 }
 
 /// A node of a page's encoding tree.

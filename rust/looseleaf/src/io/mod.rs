@@ -15,8 +15,10 @@
 //! Two implementations exist: [`IoScheduler`] performs the reads through a [`RangeReader`]
 //! (object_store underneath) with a bounded I/O depth and byte-based backpressure, and
 //! [`PlanningIo`] only records what would be read, which gives the exact I/O plan of a read
-//! without doing it. [`PageIo`] groups all the ranges one page needs into one request.
+//! without doing it. [`PageIo`] groups all the ranges one page needs into one request, and
+//! verifies the page's buffers against their checksums ([`BufferChecks`]) as they arrive.
 
+mod buffer_checks;
 mod coalesce;
 mod depth;
 mod object_store_reader;
@@ -31,6 +33,7 @@ use std::ops::Range;
 use bytes::Bytes;
 use futures::future::BoxFuture;
 
+pub use buffer_checks::BufferChecks;
 pub use coalesce::{CoalesceOptions, coalesce_ranges};
 pub use depth::{DepthController, IoDepth};
 pub use object_store_reader::ObjectStoreReader;

@@ -13,7 +13,9 @@ use std::sync::{Arc, Mutex, OnceLock};
 use bytes::Bytes;
 use futures::future::{BoxFuture, FutureExt, Shared};
 
-use super::{EncodingsIo, IndirectHint, IoFuture, IoRequest, Priority, RequestKind, ReservationHolder, Urgency};
+use super::{
+    BufferChecks, EncodingsIo, IndirectHint, IoFuture, IoRequest, Priority, RequestKind, ReservationHolder, Urgency,
+};
 use crate::error::{Error, Result};
 
 type SharedBuffers = Shared<BoxFuture<'static, Result<Arc<Vec<Bytes>>>>>;
@@ -33,6 +35,8 @@ pub struct PageIo {
     /// Indirect steps, started by [`PageIo::finish`] once the combined request exists (their
     /// first action is usually to await part of it).
     indirect: Mutex<Vec<(IndirectHint, BoxFuture<'static, ()>)>>,
+    /// The checksums of the page's buffers, verified on every buffer read whole.
+    checks: Option<Arc<BufferChecks>>,
 }
 
 impl PageIo {
@@ -47,7 +51,13 @@ impl PageIo {
             ranges: Mutex::new(Vec::new()),
             combined: Arc::new(OnceLock::new()),
             indirect: Mutex::new(Vec::new()),
+            checks: None,
         }
+    }
+
+    /// Verifies the buffers read for the page (by this handle and its follow-ups) with `checks`.
+    pub fn with_checks(self, checks: Option<Arc<BufferChecks>>) -> Self {
+        Self { checks, ..self }
     }
 
     /// The priority of the page's requests: the lowest top-level row the page serves.
@@ -98,6 +108,7 @@ impl PageIo {
             column: self.column,
             urgency: self.urgency.clone(),
             holder: self.holder.clone(),
+            checks: self.checks.clone(),
         }
     }
 
@@ -117,6 +128,7 @@ impl PageIo {
         let future = if ranges.is_empty() {
             futures::future::ready(Ok(Arc::new(Vec::new()))).boxed().shared()
         } else {
+            let checked = self.checks.clone().map(|checks| (checks, ranges.clone()));
             let request = IoRequest {
                 ranges,
                 priority: self.priority,
@@ -125,7 +137,16 @@ impl PageIo {
                 urgency: Some(self.urgency.clone()),
                 holder: Some(self.holder.clone()),
             };
-            self.io.submit(request).map(|r| r.map(Arc::new)).boxed().shared()
+            let read = self.io.submit(request);
+            async move {
+                let buffers = read.await?;
+                if let Some((checks, ranges)) = checked {
+                    checks.verify(&ranges, &buffers)?;
+                }
+                Ok(Arc::new(buffers))
+            }
+            .boxed()
+            .shared()
         };
         // `finish` consumes the handle, so the cell is set exactly once.
         let _ = self.combined.set(future);
@@ -144,19 +165,29 @@ pub struct FollowUpIo {
     column: u32,
     urgency: Urgency,
     holder: ReservationHolder,
+    checks: Option<Arc<BufferChecks>>,
 }
 
 impl FollowUpIo {
     /// Submits `ranges` as one indirect request.
     pub fn submit(&self, ranges: Vec<Range<u64>>) -> IoFuture {
-        self.io.submit(IoRequest {
+        let checked = self.checks.clone().map(|checks| (checks, ranges.clone()));
+        let read = self.io.submit(IoRequest {
             ranges,
             priority: self.priority,
             column: self.column,
             kind: RequestKind::Indirect,
             urgency: Some(self.urgency.clone()),
             holder: Some(self.holder.clone()),
-        })
+        });
+        match checked {
+            None => read,
+            Some((checks, ranges)) => Box::pin(async move {
+                let buffers = read.await?;
+                checks.verify(&ranges, &buffers)?;
+                Ok(buffers)
+            }),
+        }
     }
 }
 

@@ -102,6 +102,7 @@ impl FileReader {
         let footer_start = (tail.footer_offset - suffix_start) as usize;
         let footer_bytes = suffix.slice(footer_start..footer_start + tail.footer_length as usize);
         let footer: Footer = format::decode_checked(&footer_bytes, tail.footer_crc, "footer")?;
+        format::check_required_features(&footer)?;
         let (schema, fields) = schema_from_proto(&footer.fields, &footer.metadata, tail.num_columns)?;
         let columns = (0..tail.num_columns).map(|_| OnceLock::new()).collect();
         Ok(Self {
@@ -240,10 +241,12 @@ impl FileReader {
             .map(|bytes| ColumnEntry::parse(bytes, metadata_end))
             .collect::<Result<Vec<_>>>()?;
         let blocks = self.read_metadata(&entries.iter().map(|e| e.range()).collect::<Vec<_>>()).await?;
+        let paths = self.column_paths();
         for ((column, entry), bytes) in missing.into_iter().zip(entries).zip(blocks) {
             let metadata: ColumnMetadata =
                 format::decode_checked(&bytes, entry.crc, &format!("metadata of column {column}"))?;
-            let pages = Arc::new(ColumnPages::try_new(column, metadata, metadata_end)?);
+            let path = paths.get(&column).map_or("", String::as_str);
+            let pages = Arc::new(ColumnPages::try_new(column, path, metadata, metadata_end)?);
             let pages = inner.columns[column as usize].get_or_init(|| pages).clone();
             out.insert(column, pages);
         }

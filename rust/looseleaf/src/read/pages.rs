@@ -32,12 +32,19 @@ pub struct ReadContext {
     pub scheduling_error: Arc<OnceLock<Error>>,
     /// Timings of the read's loops.
     pub metrics: Arc<ReadMetrics>,
+    /// Whether page buffers read whole are verified against their checksums.
+    pub verify_checksums: bool,
 }
 
 impl ReadContext {
     /// A context for reading `location`.
-    pub fn new(location: impl Into<Arc<str>>) -> Self {
-        Self { location: location.into(), scheduling_error: Arc::new(OnceLock::new()), metrics: Arc::default() }
+    pub fn new(location: impl Into<Arc<str>>, verify_checksums: bool) -> Self {
+        Self {
+            location: location.into(),
+            scheduling_error: Arc::new(OnceLock::new()),
+            metrics: Arc::default(),
+            verify_checksums,
+        }
     }
 
     /// The error to report when a decoder's pages stop before the rows it was promised.

@@ -10,8 +10,8 @@ use crate::encodings::physical::{PageContext, page_scheduler};
 use crate::encodings::{PageLoad, PageScheduler};
 use crate::error::{Result, ensure};
 use crate::format::proto::{ColumnMetadata, PageMetadata};
-use crate::io::{EncodingsIo, PageIo, Priority};
-use crate::read::pages::{PageReceiver, PageSender, ScheduledPage, page_channel};
+use crate::io::{BufferChecks, EncodingsIo, PageIo, Priority};
+use crate::read::pages::{PageReceiver, PageSender, ReadContext, ScheduledPage, page_channel};
 use crate::read::scheduling_loop::ColumnJob;
 use crate::read::selection::RowSelection;
 
@@ -20,6 +20,8 @@ use crate::read::selection::RowSelection;
 pub struct ColumnPages {
     /// The column's number.
     pub column: u32,
+    /// The column's dotted path and number, for error messages.
+    pub label: Arc<str>,
     /// The pages.
     pub pages: Vec<PageMetadata>,
     /// First row of each page, plus the total row count at the end.
@@ -31,11 +33,11 @@ pub struct ColumnPages {
 }
 
 impl ColumnPages {
-    /// Wraps the metadata of `column`.
+    /// Wraps the metadata of `column`, whose dotted path is `path`.
     ///
     /// # Errors
     /// [`crate::Error::Corrupt`] if the page row counts overflow.
-    pub fn try_new(column: u32, metadata: ColumnMetadata, data_end: u64) -> Result<Self> {
+    pub fn try_new(column: u32, path: &str, metadata: ColumnMetadata, data_end: u64) -> Result<Self> {
         let overflow = || crate::Error::corrupt(format!("row or item counts of column {column} overflow"));
         let mut starts = Vec::with_capacity(metadata.pages.len() + 1);
         let mut item_starts = Vec::with_capacity(metadata.pages.len() + 1);
@@ -48,7 +50,8 @@ impl ColumnPages {
             starts.push(rows);
             item_starts.push(items);
         }
-        Ok(Self { column, pages: metadata.pages, starts, item_starts, data_end })
+        let label = format!("{path:?} (number {column})").into();
+        Ok(Self { column, label, pages: metadata.pages, starts, item_starts, data_end })
     }
 
     /// Total number of values in the column.
@@ -116,16 +119,19 @@ impl ColumnPages {
 
     /// Schedules rows `ranges` of page `index` at `priority`: its page scheduler asks for the
     /// page's byte ranges through the returned [`PageIo`], which the caller submits (with
-    /// [`ScheduledPage::submit`]) once it has added what else the page needs.
+    /// [`ScheduledPage::submit`]) once it has added what else the page needs. With
+    /// `verify_checksums`, the buffers read whole are checked against their checksums.
     pub fn schedule_page(
         &self,
         index: usize,
         ranges: &[Range<u64>],
         priority: Priority,
         io: &Arc<dyn EncodingsIo>,
+        verify_checksums: bool,
     ) -> Result<(PageLoad, PageIo)> {
         let scheduler = self.page_scheduler(index)?;
-        let page_io = PageIo::new(io.clone(), priority, self.column);
+        let checks = verify_checksums.then(|| BufferChecks::of_page(&self.label, index, &self.pages[index])).flatten();
+        let page_io = PageIo::new(io.clone(), priority, self.column).with_checks(checks);
         let load = scheduler.schedule_ranges(ranges, &page_io);
         Ok((load, page_io))
     }
@@ -136,14 +142,32 @@ pub struct PendingPages {
     column: Arc<ColumnPages>,
     pages: VecDeque<(usize, Vec<Range<u64>>)>,
     priority: Arc<RowPriority>,
+    verify_checksums: bool,
 }
 
 impl PendingPages {
     /// The pages of `column` holding rows of `selection` (rows of the column, mapped to
-    /// top-level rows by `priority`).
-    pub fn new(column: Arc<ColumnPages>, selection: &RowSelection, priority: Arc<RowPriority>) -> Self {
+    /// top-level rows by `priority`), for the read of `context`.
+    pub fn new(
+        column: Arc<ColumnPages>,
+        selection: &RowSelection,
+        priority: Arc<RowPriority>,
+        context: &ReadContext,
+    ) -> Self {
         let pages = column.select(selection).into();
-        Self { column, pages, priority }
+        Self { column, pages, priority, verify_checksums: context.verify_checksums }
+    }
+
+    /// Schedules rows `ranges` of page `index` of the column (see
+    /// [`ColumnPages::schedule_page`]), verifying checksums if the read does.
+    pub fn schedule_page(
+        &self,
+        index: usize,
+        ranges: &[Range<u64>],
+        priority: Priority,
+        io: &Arc<dyn EncodingsIo>,
+    ) -> Result<(PageLoad, PageIo)> {
+        self.column.schedule_page(index, ranges, priority, io, self.verify_checksums)
     }
 
     /// The column.
@@ -209,11 +233,12 @@ pub fn validity_job(
     column: Option<&Arc<ColumnPages>>,
     selection: &RowSelection,
     priority: &Arc<RowPriority>,
+    context: &ReadContext,
 ) -> (Option<Box<dyn ColumnJob>>, Option<PageReceiver>) {
     match column {
         Some(column) => {
             let (sender, receiver) = page_channel();
-            let pages = PendingPages::new(column.clone(), selection, priority.clone());
+            let pages = PendingPages::new(column.clone(), selection, priority.clone(), context);
             (Some(Box::new(ValuesColumnJob::new(pages, sender))), Some(receiver))
         }
         None => (None, None),
@@ -232,7 +257,7 @@ impl ColumnJob for ValuesColumnJob {
             return Ok(());
         }
         let Some((index, ranges, priority)) = self.pages.pop() else { return Ok(()) };
-        let (load, page_io) = self.pages.column().schedule_page(index, &ranges, priority, io)?;
+        let (load, page_io) = self.pages.schedule_page(index, &ranges, priority, io)?;
         let num_rows = ranges.iter().map(|r| r.end - r.start).sum();
         // A closed channel means the decoder is gone (the read was dropped): nothing to do.
         let _ = self.sender.send(ScheduledPage::submit(num_rows, load, page_io));
@@ -248,7 +273,7 @@ mod tests {
         let metadata = ColumnMetadata {
             pages: rows.iter().map(|n| PageMetadata { num_rows: *n, ..Default::default() }).collect(),
         };
-        ColumnPages::try_new(0, metadata, 0).unwrap()
+        ColumnPages::try_new(0, "x", metadata, 0).unwrap()
     }
 
     #[test]

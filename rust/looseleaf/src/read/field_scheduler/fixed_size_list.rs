@@ -40,7 +40,7 @@ impl FieldScheduler for FixedSizeListFieldScheduler {
         priority: &Arc<RowPriority>,
         context: &ReadContext,
     ) -> Result<StartedField> {
-        let (validity_job, validity) = validity_job(self.validity.as_ref(), selection, priority);
+        let (validity_job, validity) = validity_job(self.validity.as_ref(), selection, priority, context);
         let mut jobs: Vec<_> = validity_job.into_iter().collect();
         let dimension = self.dimension;
         let items = Arc::new(selection.scaled(dimension));

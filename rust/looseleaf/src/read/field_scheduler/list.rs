@@ -58,7 +58,7 @@ impl FieldScheduler for ListFieldScheduler {
     ) -> Result<StartedField> {
         let (sender, receiver) = page_channel();
         let job = ListColumnJob {
-            pages: PendingPages::new(self.offsets.clone(), selection, priority.clone()),
+            pages: PendingPages::new(self.offsets.clone(), selection, priority.clone(), context),
             items: self.items.clone(),
             item_bytes: self.item_bytes,
             context: context.clone(),
@@ -92,7 +92,7 @@ impl ColumnJob for ListColumnJob {
         }
         let Some((index, ranges, priority)) = self.pages.pop() else { return Ok(()) };
         let column = self.pages.column().clone();
-        let (offsets, page_io) = column.schedule_page(index, &ranges, priority, io)?;
+        let (offsets, page_io) = self.pages.schedule_page(index, &ranges, priority, io)?;
         let urgency = page_io.urgency().clone();
         let num_rows: u64 = ranges.iter().map(|r| r.end - r.start).sum();
         // Indirect I/O: the items are known once these lists' offsets are decoded.
@@ -150,7 +150,7 @@ impl ListColumnJob {
         let mut last_row = 0;
         while self.pages.next_is_whole() {
             let Some((index, ranges, priority)) = self.pages.pop() else { break };
-            let (offsets, page_io) = column.schedule_page(index, &ranges, priority, io)?;
+            let (offsets, page_io) = self.pages.schedule_page(index, &ranges, priority, io)?;
             let (rows, items) = (column.page_rows(index), column.page_items(index));
             breakpoint_items.push(items.start);
             breakpoint_rows.push(parent.priority(rows.start).0);

@@ -28,10 +28,10 @@ impl FieldScheduler for PrimitiveFieldScheduler {
         &self,
         selection: &Arc<RowSelection>,
         priority: &Arc<RowPriority>,
-        _context: &ReadContext,
+        context: &ReadContext,
     ) -> Result<StartedField> {
         let (sender, receiver) = page_channel();
-        let pages = PendingPages::new(self.column.clone(), selection, priority.clone());
+        let pages = PendingPages::new(self.column.clone(), selection, priority.clone(), context);
         let job = ValuesColumnJob::new(pages, sender);
         Ok((vec![Box::new(job)], FieldPages::Values { data_type: self.field.data_type().clone(), pages: receiver }))
     }

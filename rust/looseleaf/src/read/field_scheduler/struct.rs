@@ -31,7 +31,7 @@ impl FieldScheduler for StructFieldScheduler {
         priority: &Arc<RowPriority>,
         context: &ReadContext,
     ) -> Result<StartedField> {
-        let (validity_job, validity) = validity_job(self.validity.as_ref(), selection, priority);
+        let (validity_job, validity) = validity_job(self.validity.as_ref(), selection, priority, context);
         let mut jobs: Vec<_> = validity_job.into_iter().collect();
         let mut children = Vec::with_capacity(self.children.len());
         for child in &self.children {
