@@ -745,3 +745,21 @@ async fn inflated_list_row_counts_are_errors_on_every_read_path() {
         }
     }
 }
+
+/// The entry points that read column metadata alone (the description of every page, the page
+/// statistics) name the file in their errors, as reads do. Found by the fuzzer (fuzz/regressions):
+/// `metadata()` returned "corrupt file: metadata of column 0 checksum mismatch" without the file.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn metadata_only_entry_points_name_the_file() {
+    let dir = tempfile::tempdir().unwrap();
+    let (bytes, _) = sample_file(dir.path()).await;
+    let layout = FileLayout::parse(&bytes);
+    let mut damaged = bytes.clone();
+    damaged[layout.column_blocks[0].start as usize] ^= 0x01;
+    let location = "memory://damaged-column-metadata.leaf";
+    let file = FileReader::open(memory(damaged, location)).await.unwrap();
+    assert_fails(file.metadata().await, location, "metadata");
+    assert_fails(file.column_bounds("i").await, location, "column bounds");
+    let predicates = [looseleaf::PagePredicate::IsNotNull("i".into())];
+    assert_fails(file.rows_matching_statistics(&predicates).await, location, "page statistics");
+}
