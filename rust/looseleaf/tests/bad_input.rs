@@ -763,3 +763,37 @@ async fn metadata_only_entry_points_name_the_file() {
     let predicates = [looseleaf::PagePredicate::IsNotNull("i".into())];
     assert_fails(file.rows_matching_statistics(&predicates).await, location, "page statistics");
 }
+
+/// A whole page of list offsets whose first and last offsets are right but one in between
+/// points far past the page's items (and the next comes back down): a scan, in batches of one
+/// row or of the whole page, is a corrupt-file error, not a decoder waiting for items that never
+/// come (an internal error). Found by the fuzzer (fuzz/regressions/list-offset-past-items).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn list_offsets_past_the_page_items_are_corrupt() {
+    use arrow_array::ListArray;
+    use arrow_array::types::Int32Type;
+    let dir = tempfile::tempdir().unwrap();
+    let items = Field::new("item", DataType::Int32, true);
+    let schema: SchemaRef = Arc::new(Schema::new(vec![Field::new("l", DataType::List(Arc::new(items)), false)]));
+    let lists = ListArray::from_iter_primitive::<Int32Type, _, _>((0..100).map(|i| Some(vec![Some(i), Some(i + 1)])));
+    let table = RecordBatch::try_new(schema.clone(), vec![Arc::new(lists)]).unwrap();
+    let path = dir.path().join("lists.leaf");
+    write_file(&path, &schema, &[table], 1 << 20).await;
+    let bytes = std::fs::read(&path).unwrap();
+    let layout = FileLayout::parse(&bytes);
+    let offsets = layout.columns[0][0].list_offsets[0].clone();
+    assert_eq!(offsets.end - offsets.start, 4 * 101, "one 32-bit offset per list and one more");
+    for (index, value) in [(1usize, 1_000_000u32), (50, 201), (99, u32::MAX)] {
+        let mut damaged = bytes.clone();
+        let at = offsets.start as usize + 4 * index;
+        damaged[at..at + 4].copy_from_slice(&value.to_le_bytes());
+        let location = format!("memory://list-offset-{index}-{value}.leaf");
+        let file = FileReader::open(memory(damaged, &location)).await.unwrap();
+        for batch_size in [1, 100] {
+            let what = format!("offset {index} set to {value}, batches of {batch_size}");
+            let result = read_to_end(file.read().with_batch_size(nz(batch_size))).await;
+            let error = assert_fails(result, &location, &what);
+            assert!(matches!(error, Error::Corrupt { .. }), "{what}: {error}");
+        }
+    }
+}

@@ -193,7 +193,9 @@ impl ListColumnJob {
     }
 }
 
-/// Checks that the offsets of a whole page start at zero and end at its item count.
+/// Checks that the offsets of a whole page start at zero, never decrease, and end at its item
+/// count: the decoders of the run's pages take their items in turn from the run's, trusting each
+/// batch's offsets to stay within the page's.
 fn check_whole_page(offsets: &dyn PageDecoder, num_items: u64) -> Result<()> {
     let (first, last) = offset_bounds(&offsets.decode(0, offsets.num_rows())?)?;
     ensure!(
