@@ -30,6 +30,14 @@ RUSTDOCFLAGS="-D warnings" cargo doc --no-deps --locked -p looseleaf
 step "rust: tests"
 cargo test --locked -p looseleaf
 
+step "rust: fuzzer regressions (fuzz/, a workspace of its own: docs/fuzzing.md)"
+cargo fmt --manifest-path fuzz/Cargo.toml -- --check
+cargo clippy --manifest-path fuzz/Cargo.toml --locked --all-targets --features libfuzzer -- -D warnings
+cargo test --manifest-path fuzz/Cargo.toml --locked
+
+step "rust: fuzz the reader for 60 s"
+scripts/fuzz.sh 60
+
 step "python: lints"
 python3 -m ruff check python tests benches examples
 python3 -m ruff format --check python tests benches examples

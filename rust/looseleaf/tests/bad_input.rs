@@ -847,3 +847,95 @@ async fn inflated_list_row_counts_are_errors_on_every_read_path() {
         }
     }
 }
+
+/// The entry points that read column metadata alone (the description of every page, the page
+/// statistics) name the file in their errors, as reads do. Found by the fuzzer (fuzz/regressions):
+/// `metadata()` returned "corrupt file: metadata of column 0 checksum mismatch" without the file.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn metadata_only_entry_points_name_the_file() {
+    let dir = tempfile::tempdir().unwrap();
+    let (bytes, _) = sample_file(dir.path()).await;
+    let layout = FileLayout::parse(&bytes);
+    let mut damaged = bytes.clone();
+    damaged[layout.column_blocks[0].start as usize] ^= 0x01;
+    let location = "memory://damaged-column-metadata.leaf";
+    let file = FileReader::open(memory(damaged, location)).await.unwrap();
+    assert_fails(file.metadata().await, location, "metadata");
+    assert_fails(file.column_bounds("i").await, location, "column bounds");
+    let predicates = [looseleaf::PagePredicate::IsNotNull("i".into())];
+    assert_fails(file.rows_matching_statistics(&predicates).await, location, "page statistics");
+}
+
+/// A whole page of list offsets whose first and last offsets are right but one in between
+/// points far past the page's items (and the next comes back down): a scan, in batches of one
+/// row or of the whole page, is a corrupt-file error, not a decoder waiting for items that never
+/// come (an internal error). Found by the fuzzer (fuzz/regressions/list-offset-past-items).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn list_offsets_past_the_page_items_are_corrupt() {
+    use arrow_array::ListArray;
+    use arrow_array::types::Int32Type;
+    let dir = tempfile::tempdir().unwrap();
+    let items = Field::new("item", DataType::Int32, true);
+    let schema: SchemaRef = Arc::new(Schema::new(vec![Field::new("l", DataType::List(Arc::new(items)), false)]));
+    let lists = ListArray::from_iter_primitive::<Int32Type, _, _>((0..100).map(|i| Some(vec![Some(i), Some(i + 1)])));
+    let table = RecordBatch::try_new(schema.clone(), vec![Arc::new(lists)]).unwrap();
+    let path = dir.path().join("lists.leaf");
+    write_file(&path, &schema, &[table], 1 << 20).await;
+    let bytes = std::fs::read(&path).unwrap();
+    let layout = FileLayout::parse(&bytes);
+    let offsets = layout.columns[0][0].list_offsets[0].clone();
+    assert_eq!(offsets.end - offsets.start, 4 * 101, "one 32-bit offset per list and one more");
+    for (index, value) in [(1usize, 1_000_000u32), (50, 201), (99, u32::MAX)] {
+        let mut damaged = bytes.clone();
+        let at = offsets.start as usize + 4 * index;
+        damaged[at..at + 4].copy_from_slice(&value.to_le_bytes());
+        let location = format!("memory://list-offset-{index}-{value}.leaf");
+        let file = FileReader::open(memory(damaged, &location)).await.unwrap();
+        for batch_size in [1, 100] {
+            let what = format!("offset {index} set to {value}, batches of {batch_size}");
+            let result = read_to_end(file.read().with_batch_size(nz(batch_size))).await;
+            let error = assert_fails(result, &location, &what);
+            assert!(matches!(error, Error::Corrupt { .. }), "{what}: {error}");
+        }
+    }
+}
+
+/// Reading some lists of a page (a take, scattered rows): each run of selected lists has
+/// offsets that do not decrease, but a later run's start before an earlier run's end (items
+/// out of order or overlapping) is a corrupt-file error, not a decoder taking more items than
+/// were selected (an internal error). Found by the fuzzer
+/// (fuzz/regressions/list-ranges-out-of-order-*).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn list_offsets_of_selected_runs_out_of_order_are_corrupt() {
+    use arrow_array::ListArray;
+    use arrow_array::types::Int32Type;
+    let dir = tempfile::tempdir().unwrap();
+    let items = Field::new("item", DataType::Int32, true);
+    let schema: SchemaRef = Arc::new(Schema::new(vec![Field::new("l", DataType::List(Arc::new(items)), false)]));
+    let lists = ListArray::from_iter_primitive::<Int32Type, _, _>((0..100).map(|i| Some(vec![Some(i), Some(i + 1)])));
+    let table = RecordBatch::try_new(schema.clone(), vec![Arc::new(lists)]).unwrap();
+    let path = dir.path().join("lists.leaf");
+    write_file(&path, &schema, &[table], 1 << 20).await;
+    let bytes = std::fs::read(&path).unwrap();
+    let offsets = FileLayout::parse(&bytes).columns[0][0].list_offsets[0].clone();
+    // List 5 starts at item 1 (inside list 0) instead of 10; lists 0 and 5 alone still have
+    // non-decreasing offsets ([0, 2] and [1, 12]).
+    let mut damaged = bytes.clone();
+    let at = offsets.start as usize + 4 * 5;
+    damaged[at..at + 4].copy_from_slice(&1u32.to_le_bytes());
+    let location = "memory://list-runs-out-of-order.leaf";
+    let file = FileReader::open(memory(damaged, location)).await.unwrap();
+    let results = [
+        ("take", file.take(&[5, 0], None).await.map(|_| ())),
+        (
+            "selection",
+            read_to_end(file.read().with_selection(RowSelection::from_sorted_indices(&[0, 5]))).await.map(|_| ()),
+        ),
+    ];
+    for (what, result) in results {
+        let error = assert_fails(result, location, what);
+        assert!(matches!(error, Error::Corrupt { .. }), "{what}: {error}");
+    }
+    // Each list alone is read (its items are its page's), only the pair is inconsistent.
+    file.take(&[0], None).await.unwrap();
+}

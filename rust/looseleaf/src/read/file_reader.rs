@@ -210,8 +210,14 @@ impl FileReader {
     }
 
     /// Decoded metadata of `columns`, reading what is not cached yet in as few reads as
-    /// possible.
+    /// possible. Errors name the file: besides the reads, which name it anyway, the public
+    /// entry points that need only metadata ([`Self::metadata`], the page statistics) return
+    /// these errors as they are.
     pub(crate) async fn load_columns(&self, columns: &[u32]) -> Result<HashMap<u32, Arc<ColumnPages>>> {
+        self.load_columns_inner(columns).await.map_err(|e| e.with_location(self.location()))
+    }
+
+    async fn load_columns_inner(&self, columns: &[u32]) -> Result<HashMap<u32, Arc<ColumnPages>>> {
         let inner = &self.inner;
         let mut out = HashMap::new();
         let mut missing = Vec::new();

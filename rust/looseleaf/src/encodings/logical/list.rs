@@ -75,7 +75,14 @@ pub fn offsets_from_block(block: DataBlock) -> Result<(Vec<u64>, Option<NullBuff
     Ok((offsets, nulls))
 }
 
-/// The first and last offsets of a decoded block of list offsets, without converting the rest.
+/// The first and last offsets of a decoded block of list offsets, checking on the way
+/// (without converting them) that no offset decreases. The bounds alone would not do: an offset
+/// in between could point past the last one, and the list ending there would claim items the
+/// page does not hold (its decoder would then wait for items that never come).
+///
+/// # Errors
+/// [`Error::Corrupt`] if the block is not list offsets, its buffer is too short, or an offset
+/// decreases.
 pub fn offset_bounds(block: &DataBlock) -> Result<(u64, u64)> {
     let offsets = match block {
         DataBlock::Nullable { values, .. } => values.as_ref(),
@@ -84,8 +91,15 @@ pub fn offset_bounds(block: &DataBlock) -> Result<(u64, u64)> {
     let DataBlock::ListOffsets(offsets) = offsets else {
         bail!(corrupt, "a page of a list column does not decode to list offsets")
     };
-    let bounds = offsets.offset_at(0).zip(offsets.offset_at(offsets.num_values as usize));
-    bounds.ok_or_else(|| Error::corrupt("list offsets buffer is too short"))
+    let too_short = || Error::corrupt("list offsets buffer is too short");
+    let first = offsets.offset_at(0).ok_or_else(too_short)?;
+    let mut last = first;
+    for i in 1..=offsets.num_values {
+        let offset = usize::try_from(i).ok().and_then(|i| offsets.offset_at(i)).ok_or_else(too_short)?;
+        ensure!(offset >= last, corrupt, "list offsets decrease");
+        last = offset;
+    }
+    Ok((first, last))
 }
 
 /// Builds a list array of `data_type` (list, large list or map) from offsets starting at zero,

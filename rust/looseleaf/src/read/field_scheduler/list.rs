@@ -193,7 +193,9 @@ impl ListColumnJob {
     }
 }
 
-/// Checks that the offsets of a whole page start at zero and end at its item count.
+/// Checks that the offsets of a whole page start at zero, never decrease, and end at its item
+/// count: the decoders of the run's pages take their items in turn from the run's, trusting each
+/// batch's offsets to stay within the page's.
 fn check_whole_page(offsets: &dyn PageDecoder, num_items: u64) -> Result<()> {
     let (first, last) = offset_bounds(&offsets.decode(0, offsets.num_rows())?)?;
     ensure!(
@@ -228,6 +230,11 @@ impl ItemsStep {
         let mut item_ranges = Vec::with_capacity(self.ranges.len());
         let (mut starts, mut rows) = (Vec::new(), Vec::new());
         let mut decoded = 0;
+        // Where the previous range's items end: the ranges are in row order, so their items
+        // must be too. Each range's offsets are checked not to decrease when decoded, but only
+        // within the range; items of two ranges overlapping, or out of order, would make a
+        // selection of fewer items than the decoder takes from it.
+        let mut previous_end = 0;
         for range in &self.ranges {
             let len = range.end - range.start;
             // One range at a time, so the offsets are the page's own (not rebased).
@@ -235,6 +242,8 @@ impl ItemsStep {
             decoded += len;
             let (Some(&first), Some(&last)) = (list_offsets.first(), list_offsets.last()) else { continue };
             ensure!(last <= num_items, corrupt, "list offsets point past the {num_items} items of their page");
+            ensure!(first >= previous_end, corrupt, "list offsets decrease");
+            previous_end = last;
             item_ranges.push(self.page_items.start + first..self.page_items.start + last);
             for (i, pair) in list_offsets.windows(2).enumerate() {
                 if pair[1] > pair[0] {
