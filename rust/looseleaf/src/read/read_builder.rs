@@ -173,7 +173,7 @@ impl ReadBuilder {
             file.schema().metadata().clone(),
         ));
         let (schedulers, row_bytes) = file.field_schedulers(&fields).await?;
-        let context = ReadContext::new(file.location(), options.verify_checksums.unwrap_or(true));
+        let context = ReadContext::new(file.location(), options.verify_checksums.unwrap_or(crate::format::VERIFY_CHECKSUMS));
         let top_level = Arc::new(RowPriority::TopLevel);
         let mut jobs = Vec::new();
         let mut decoders = Vec::new();
