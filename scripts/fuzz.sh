@@ -29,6 +29,18 @@ artifacts="$work/artifacts"
 
 step() { printf '\n==> %s\n' "$*"; }
 
+# libfuzzer-sys compiles libFuzzer (C++) in its build script.
+if ! command -v c++ >/dev/null 2>&1; then
+    if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
+        step "install a C++ compiler (libFuzzer is built from source)"
+        apt-get update -qq
+        DEBIAN_FRONTEND=noninteractive apt-get install -y -qq g++
+    else
+        echo "fuzz: a C++ compiler is missing (c++): install g++ or clang and run again" >&2
+        exit 1
+    fi
+fi
+
 # What `cargo fuzz build --sanitizer none` does, with stable flags only: SanitizerCoverage
 # (inline 8-bit counters, the PC table, comparison tracing) for libFuzzer's feedback, the fuzzing
 # cfg, and the checks of a debug build. The explicit --target keeps these flags off build

@@ -31,9 +31,12 @@ step "rust: tests"
 cargo test --locked -p looseleaf
 
 step "rust: fuzzer regressions (fuzz/, a workspace of its own: docs/fuzzing.md)"
+# In the main workspace's target directory: most dependencies are built already, the same way.
+fuzz_target_dir="${CARGO_TARGET_DIR:-target}"
 cargo fmt --manifest-path fuzz/Cargo.toml -- --check
-cargo clippy --manifest-path fuzz/Cargo.toml --locked --all-targets --features libfuzzer -- -D warnings
-cargo test --manifest-path fuzz/Cargo.toml --locked
+cargo clippy --manifest-path fuzz/Cargo.toml --locked --target-dir "$fuzz_target_dir" --all-targets \
+    --features libfuzzer -- -D warnings
+cargo test --manifest-path fuzz/Cargo.toml --locked --target-dir "$fuzz_target_dir"
 
 step "rust: fuzz the reader for 60 s"
 scripts/fuzz.sh 60

@@ -15,9 +15,9 @@ use arrow_array::builder::{
 };
 use arrow_array::types::{Int8Type, Int16Type, Int32Type};
 use arrow_array::{
-    ArrayRef, BinaryArray, BooleanArray, Date32Array, Decimal128Array, DictionaryArray, Float16Array, Float64Array,
-    Int8Array, Int32Array, Int64Array, IntervalMonthDayNanoArray, LargeBinaryArray, LargeStringArray, NullArray,
-    RecordBatch, StringArray, StructArray, Time64NanosecondArray, TimestampMicrosecondArray, UInt16Array,
+    Array, ArrayRef, BinaryArray, BooleanArray, Date32Array, Decimal128Array, DictionaryArray, Float16Array,
+    Float64Array, Int8Array, Int32Array, Int64Array, IntervalMonthDayNanoArray, LargeBinaryArray, LargeStringArray,
+    NullArray, RecordBatch, StringArray, StructArray, Time64NanosecondArray, TimestampMicrosecondArray, UInt16Array,
 };
 use arrow_schema::{DataType, Field, Fields, Schema};
 use looseleaf::{Compression, EncodingKind, EncodingPolicy, FileWriter, WriterOptions};
@@ -284,6 +284,59 @@ fn views(rng: &mut Rng, n: usize) -> (ArrayRef, ArrayRef) {
     (Arc::new(strings.finish()), Arc::new(binaries.finish()))
 }
 
+/// `values` cut into `n` lists of random lengths (the last takes what is left), some null.
+fn list_of(rng: &mut Rng, values: ArrayRef, n: usize) -> arrow_array::ListArray {
+    let total = values.len();
+    let mut lengths = Vec::with_capacity(n);
+    let mut left = total;
+    for i in 0..n {
+        let len = if i + 1 == n { left } else { (rng.below(4) as usize).min(left) };
+        lengths.push(len);
+        left -= len;
+    }
+    let nulls: Vec<bool> = lengths.iter().map(|len| *len > 0 || !rng.chance(20)).collect();
+    let field = Arc::new(Field::new_list_field(values.data_type().clone(), true));
+    arrow_array::ListArray::new(field, arrow_buffer::OffsetBuffer::from_lengths(lengths), values, Some(nulls.into()))
+}
+
+/// Lists of structs holding lists, maps of lists, fixed-size lists of lists: three levels of
+/// list offsets, and the fixed-size list layout of variable-width items.
+fn deep_nesting(rng: &mut Rng, n: usize) -> Vec<(&'static str, ArrayRef, bool)> {
+    let inner = list_of(rng, Arc::new(arrow_array::Int16Array::from_iter((0..3 * n).map(|i| Some(i as i16)))), 2 * n);
+    let point = Fields::from(vec![
+        Field::new("a", DataType::Int32, true),
+        Field::new("inner", inner.data_type().clone(), true),
+    ]);
+    let validity: Vec<bool> = (0..2 * n).map(|_| !rng.chance(10)).collect();
+    let points =
+        StructArray::new(point, vec![Arc::new(ints(rng, 2 * n, 50, 10)), Arc::new(inner)], Some(validity.into()));
+    let structs = list_of(rng, Arc::new(points), n);
+
+    let values = Arc::new(ints(rng, 3 * n, 9, 10));
+    let values = list_of(rng, values, 2 * n);
+    let keys: StringArray = (0..2 * n).map(|i| Some(format!("k{}", i % 7))).collect();
+    let entry_fields = Fields::from(vec![
+        Field::new("key", DataType::Utf8, false),
+        Field::new("value", values.data_type().clone(), true),
+    ]);
+    let entries = StructArray::new(entry_fields.clone(), vec![Arc::new(keys), Arc::new(values)], None);
+    let map_lists = list_of(rng, Arc::new(entries), n);
+    let (_, offsets, entries, nulls) = map_lists.into_parts();
+    let entries = match entries.as_any().downcast_ref::<StructArray>() {
+        Some(entries) => entries.clone(),
+        None => panic!("map entries are a struct"),
+    };
+    let entries_field = Arc::new(Field::new("entries", DataType::Struct(entry_fields), false));
+    let map = arrow_array::MapArray::new(entries_field, offsets, entries, nulls, false);
+
+    let items = Arc::new(ints(rng, 4 * n, 100, 10));
+    let items = list_of(rng, items, 3 * n);
+    let item_field = Arc::new(Field::new_list_field(items.data_type().clone(), true));
+    let validity: Vec<bool> = (0..n).map(|_| !rng.chance(10)).collect();
+    let fixed = arrow_array::FixedSizeListArray::new(item_field, 3, Arc::new(items), Some(validity.into()));
+    vec![("structs", Arc::new(structs), true), ("map", Arc::new(map), true), ("fixed", Arc::new(fixed), true)]
+}
+
 /// Every seed, written now.
 ///
 /// # Errors
@@ -477,6 +530,8 @@ fn tables() -> Vec<(&'static str, RecordBatch, WriterOptions)> {
         batch(vec![("m", map_column(rng, n), true), ("k", Arc::new(ints(rng, n, 9, 0)), false)]),
         auto(),
     ));
+    seeds.push(("deep_nesting", batch(deep_nesting(rng, n / 2)), auto().with_page_size(300)));
+    seeds.push(("deep_nesting_plain", batch(deep_nesting(rng, n / 2)), plain().with_page_size(200)));
     let keys8: Int8Array = (0..n).map(|_| (!rng.chance(10)).then(|| rng.below(3) as i8)).collect();
     let keys16: arrow_array::Int16Array = (0..n).map(|_| Some(rng.below(4) as i16)).collect();
     let keys32: Int32Array = (0..n).map(|_| Some(rng.below(2) as i32)).collect();
