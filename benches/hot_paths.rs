@@ -183,9 +183,9 @@ fn bench_take(bencher: Bencher, count: u64) {
     let path = TABLE.clone();
     let reader = RUNTIME.block_on(FileReader::open_path(&path)).unwrap();
     let indices: Vec<u64> = (0..count).map(|i| (i * 2_654_435_761) % ROWS as u64).collect();
-    bencher.counter(ItemsCount::new(count as usize)).bench(|| {
-        RUNTIME.block_on(async { reader.take(&indices, None).await.unwrap().num_rows() })
-    });
+    bencher
+        .counter(ItemsCount::new(count as usize))
+        .bench(|| RUNTIME.block_on(async { reader.take(&indices, None).await.unwrap().num_rows() }));
 }
 
 /// `take` of 1,000 scattered rows of every column (the file open, its metadata cached).
