@@ -17,6 +17,7 @@
 //! [`PlanningIo`] only records what would be read, which gives the exact I/O plan of a read
 //! without doing it. [`PageIo`] groups all the ranges one page needs into one request.
 
+mod budget;
 mod coalesce;
 mod depth;
 mod object_store_reader;
@@ -31,6 +32,7 @@ use std::ops::Range;
 use bytes::Bytes;
 use futures::future::BoxFuture;
 
+pub use budget::{IoBudget, IoBudgetStats};
 pub use coalesce::{CoalesceOptions, coalesce_ranges};
 pub use depth::{DepthController, IoDepth};
 pub use object_store_reader::ObjectStoreReader;

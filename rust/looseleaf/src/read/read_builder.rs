@@ -28,7 +28,7 @@ use super::scheduling_loop::{ColumnJob, run_scheduling_loop};
 use super::selection::RowSelection;
 use crate::error::{Result, bail, ensure};
 use crate::format::schema::Layout;
-use crate::io::{EncodingsIo, IoOptions, IoPlan, IoScheduler, IoStats, PlanningIo};
+use crate::io::{EncodingsIo, IoBudget, IoOptions, IoPlan, IoScheduler, IoStats, PlanningIo};
 use crate::options::{DEFAULT_BATCH_BYTES, DEFAULT_BATCH_SIZE, ReadOptions};
 
 /// Which rows a read wants, as given (checked against the file when the read starts).
@@ -119,6 +119,13 @@ impl ReadBuilder {
         Self { io: Some(io), ..self }
     }
 
+    /// Shares `budget` (bytes and reads in flight) with the other reads given it, on top of
+    /// this read's own buffer and depth; see [`ReadOptions::io_budget`].
+    pub fn with_io_budget(mut self, budget: IoBudget) -> Self {
+        self.options.io_budget = Some(budget);
+        self
+    }
+
     /// The options of the read: its own, then the reader's.
     fn resolved_options(&self) -> ReadOptions {
         self.options.or(self.file.options())
@@ -187,9 +194,12 @@ impl ReadBuilder {
         let parallelism = options
             .decode_parallelism
             .unwrap_or_else(|| std::thread::available_parallelism().unwrap_or(NonZeroUsize::MIN));
-        // Each step's pages get an equal share of the buffer with the steps decoded meanwhile,
-        // so that the pages the decoders wait for fit in it (see `BatchPlan`).
-        let allowance = self.io_options().buffer.get() / (parallelism.get() as u64 + 1);
+        // Each step's pages get an equal share of the buffer (the read's own, or the shared
+        // one if smaller) with the steps decoded meanwhile, so that the pages the decoders
+        // wait for fit in it (see `BatchPlan`).
+        let buffer = self.io_options().buffer.get();
+        let buffer = options.shared_budget().map_or(buffer, |shared| buffer.min(shared.bytes().get()));
+        let allowance = buffer / (parallelism.get() as u64 + 1);
         let columns: Vec<u32> = fields.iter().flat_map(|f| f.columns()).collect();
         let spans = column_spans(&fields, &file.load_columns(&columns).await?);
         let plan = BatchPlan::cut(&selection, &spans, batch_size.get() as u64, allowance);
@@ -213,7 +223,8 @@ impl ReadBuilder {
     async fn launch(self, whole_batches: bool) -> Result<RecordBatchStream> {
         let location = self.file.location().to_string();
         let started = self.start().await.map_err(|e| e.with_location(&location))?;
-        let io = IoScheduler::new(self.file.range_reader().clone(), self.io_options());
+        let budget = self.resolved_options().shared_budget();
+        let io = IoScheduler::with_budget(self.file.range_reader().clone(), self.io_options(), budget);
         let io_dyn: Arc<dyn EncodingsIo> = Arc::new(io.clone());
         let StartedRead { schema, jobs, stream, context, parallelism } = started;
         let metrics = context.metrics.clone();
