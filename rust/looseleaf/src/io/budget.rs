@@ -32,7 +32,7 @@
 
 use std::cell::RefCell;
 use std::num::NonZeroUsize;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, RwLock, Weak};
 
 use crate::options::ByteCount;
@@ -51,6 +51,8 @@ struct Shared {
     peak_in_flight: AtomicU64,
     reads: AtomicU64,
     bypassed_reads: AtomicU64,
+    /// Schedulers alive that use the budget.
+    readers: AtomicUsize,
 }
 
 #[derive(Default)]
@@ -113,6 +115,7 @@ impl IoBudget {
             peak_in_flight: AtomicU64::new(0),
             reads: AtomicU64::new(0),
             bypassed_reads: AtomicU64::new(0),
+            readers: AtomicUsize::new(0),
         }))
     }
 
@@ -139,6 +142,22 @@ impl IoBudget {
     /// The reads that may be in flight at once, if capped.
     pub fn depth(&self) -> Option<NonZeroUsize> {
         (self.0.depth != usize::MAX).then(|| NonZeroUsize::new(self.0.depth)).flatten()
+    }
+
+    /// A number identifying the budget while it lives (equal budgets have equal ids).
+    pub fn id(&self) -> usize {
+        Arc::as_ptr(&self.0) as usize
+    }
+
+    /// How many reads use the budget now (their I/O schedulers are alive).
+    pub fn active_reads(&self) -> usize {
+        self.0.readers.load(Ordering::Relaxed)
+    }
+
+    /// Counts a read using the budget until the returned guard is dropped.
+    pub(crate) fn join(&self) -> Reader {
+        self.0.readers.fetch_add(1, Ordering::Relaxed);
+        Reader(self.clone())
     }
 
     /// A snapshot of the counters.
@@ -206,6 +225,15 @@ impl IoBudget {
         if (bytes > 0 || read_done) && !state.waiters.is_empty() {
             to_wake.append(&mut state.waiters);
         }
+    }
+}
+
+/// A read counted in [`IoBudget::active_reads`] while it lives.
+pub(crate) struct Reader(IoBudget);
+
+impl Drop for Reader {
+    fn drop(&mut self) {
+        self.0.0.readers.fetch_sub(1, Ordering::Relaxed);
     }
 }
 

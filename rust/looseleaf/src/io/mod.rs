@@ -106,4 +106,15 @@ pub trait EncodingsIo: Send + Sync {
     /// apart from the scheduling loop (which goes on without waiting). A planner records `hint`
     /// instead of running the step.
     fn spawn_indirect(&self, hint: IndirectHint, step: BoxFuture<'static, ()>);
+
+    /// Blocks the calling thread — the scheduling loop's own, never a runtime worker — while
+    /// enough reads are queued and not yet issued to keep the storage busy, unless `starving`
+    /// says a decoder waits for a page the loop has not sent yet: the loop then stays a bounded
+    /// queue ahead of the I/O however large the file, instead of holding the requests of every
+    /// page of it. It cannot deadlock: while no decoder starves, every page the decoders wait
+    /// for has been sent, so its reads are urgent and issued without the loop; once one
+    /// starves, the loop goes on. By default it returns at once.
+    fn wait_for_room(&self, starving: &dyn Fn() -> bool) {
+        let _ = starving;
+    }
 }

@@ -50,14 +50,15 @@ use std::collections::{BTreeMap, BinaryHeap};
 use std::num::NonZeroUsize;
 use std::ops::Range;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard, Weak};
+use std::sync::{Arc, Condvar, Mutex, MutexGuard, Weak};
+use std::time::Duration;
 
 use bytes::{Bytes, BytesMut};
 use futures::FutureExt;
 use futures::future::BoxFuture;
 use tokio::sync::oneshot;
 
-use super::budget::{BudgetWaiter, Grant, IoBudget, wake_all};
+use super::budget::{BudgetWaiter, Grant, IoBudget, Reader, wake_all};
 use super::depth::{DepthController, IoDepth};
 use super::{
     CoalesceOptions, EncodingsIo, IndirectHint, IoFuture, IoRequest, Priority, RangeReader, RequestKind,
@@ -173,9 +174,14 @@ struct Inner {
     budget: Option<IoBudget>,
     /// Whether the scheduler waits in `budget`'s list (see [`BudgetWaiter`]).
     registered: AtomicBool,
+    /// Counts this read in the shared budget's active reads while the scheduler lives.
+    _reader: Option<Reader>,
     runtime: tokio::runtime::Handle,
     /// Guards the queue and the budget; held only for bookkeeping, never across an await.
     state: Mutex<State>,
+    /// Signalled when reads leave the queue while the scheduling loop waits for room in it
+    /// ([`EncodingsIo::wait_for_room`]).
+    room: Condvar,
     counters: Counters,
 }
 
@@ -199,6 +205,8 @@ struct State {
     /// Schedulers of other reads waiting for the shared budget that a release under the lock
     /// made room for, woken by [`unlock`] once the lock is released.
     to_wake: Vec<Weak<dyn BudgetWaiter>>,
+    /// Whether the scheduling loop waits for room in the queue.
+    loop_waiting: bool,
 }
 
 impl State {
@@ -213,6 +221,7 @@ impl State {
             depth: DepthController::new(depth),
             retired: Vec::new(),
             to_wake: Vec::new(),
+            loop_waiting: false,
         }
     }
 }
@@ -411,10 +420,12 @@ impl IoScheduler {
             inner: Arc::new(Inner {
                 reader,
                 options,
+                _reader: budget.as_ref().map(IoBudget::join),
                 budget,
                 registered: AtomicBool::new(false),
                 runtime,
                 state: Mutex::new(State::new(options.depth)),
+                room: Condvar::new(),
                 counters: Counters::default(),
             }),
         }
@@ -530,7 +541,39 @@ impl EncodingsIo for IoScheduler {
     fn spawn_indirect(&self, _hint: IndirectHint, step: BoxFuture<'static, ()>) {
         self.inner.runtime.spawn(step);
     }
+
+    fn wait_for_room(&self, starving: &dyn Fn() -> bool) {
+        let inner = &self.inner;
+        let mut state = inner.lock_state();
+        let started = std::time::Instant::now();
+        loop {
+            let backlog = (BACKLOG_PER_READ * state.depth.current()).max(MIN_BACKLOG);
+            // The reads waited for are issued without the loop (see `EncodingsIo`); a wait that
+            // outlasts `LOOP_WAIT_LIMIT` lets one page through all the same, so that a hole in
+            // that argument would slow a read down, never hang it.
+            let full = state.queue.len() >= backlog && !starving();
+            let Some(left) = LOOP_WAIT_LIMIT.checked_sub(started.elapsed()).filter(|_| full) else { break };
+            state.loop_waiting = true;
+            // Decoders do not signal the lock when they start starving: looked at every
+            // `STARVING_POLL`.
+            state = match inner.room.wait_timeout(state, left.min(STARVING_POLL)) {
+                Ok((guard, _)) => guard,
+                Err(poisoned) => poisoned.into_inner().0,
+            };
+        }
+        state.loop_waiting = false;
+        unlock(state);
+    }
 }
+
+/// Reads queued per read in flight before the scheduling loop waits for room.
+const BACKLOG_PER_READ: usize = 4;
+/// Reads queued before the scheduling loop waits for room, whatever the depth.
+const MIN_BACKLOG: usize = 64;
+/// The longest the scheduling loop waits for room before scheduling one more page anyway.
+const LOOP_WAIT_LIMIT: Duration = Duration::from_secs(10);
+/// How often a waiting scheduling loop looks whether a decoder starves.
+const STARVING_POLL: Duration = Duration::from_millis(2);
 
 impl BudgetWaiter for Inner {
     fn registered(&self) -> &AtomicBool {
@@ -591,6 +634,14 @@ impl Inner {
     /// lets through anyway. Requests leaving a queue go to `state.retired`: the caller must
     /// release the lock with [`unlock`].
     fn dispatch_locked(self: &Arc<Self>, state: &mut State) {
+        let queued = state.queue.len();
+        self.dispatch_queue_locked(state);
+        if state.loop_waiting && state.queue.len() < queued {
+            self.room.notify_all();
+        }
+    }
+
+    fn dispatch_queue_locked(self: &Arc<Self>, state: &mut State) {
         loop {
             if state.in_flight >= state.depth.current() {
                 if !state.queue.is_empty() {

@@ -11,6 +11,7 @@
 //! [`ReadContext`] is what both sides of one read share: the file's name for errors, the first
 //! scheduling error, and the read's timings.
 
+use std::sync::atomic::AtomicUsize;
 use std::sync::{Arc, Mutex, OnceLock};
 
 use arrow_schema::{DataType, FieldRef};
@@ -32,12 +33,20 @@ pub struct ReadContext {
     pub scheduling_error: Arc<OnceLock<Error>>,
     /// Timings of the read's loops.
     pub metrics: Arc<ReadMetrics>,
+    /// How many decoders wait for a page the scheduling loop has not sent yet: while one
+    /// does, the loop does not wait for room in the I/O queue.
+    pub starving: Arc<AtomicUsize>,
 }
 
 impl ReadContext {
     /// A context for reading `location`.
     pub fn new(location: impl Into<Arc<str>>) -> Self {
-        Self { location: location.into(), scheduling_error: Arc::new(OnceLock::new()), metrics: Arc::default() }
+        Self {
+            location: location.into(),
+            scheduling_error: Arc::new(OnceLock::new()),
+            metrics: Arc::default(),
+            starving: Arc::default(),
+        }
     }
 
     /// The error to report when a decoder's pages stop before the rows it was promised.

@@ -194,11 +194,13 @@ impl ReadBuilder {
         let parallelism = options
             .decode_parallelism
             .unwrap_or_else(|| std::thread::available_parallelism().unwrap_or(NonZeroUsize::MIN));
-        // Each step's pages get an equal share of the buffer (the read's own, or the shared
-        // one if smaller) with the steps decoded meanwhile, so that the pages the decoders
-        // wait for fit in it (see `BatchPlan`).
+        // Each step's pages get an equal share of the buffer with the steps decoded meanwhile,
+        // so that the pages the decoders wait for fit in it (see `BatchPlan`): the read's own
+        // buffer, or its share of a shared budget (among the reads using it) if smaller.
         let buffer = self.io_options().buffer.get();
-        let buffer = options.shared_budget().map_or(buffer, |shared| buffer.min(shared.bytes().get()));
+        let buffer = options
+            .shared_budget()
+            .map_or(buffer, |shared| buffer.min(shared.bytes().get() / (shared.active_reads() as u64 + 1)));
         let allowance = buffer / (parallelism.get() as u64 + 1);
         let columns: Vec<u32> = fields.iter().flat_map(|f| f.columns()).collect();
         let spans = column_spans(&fields, &file.load_columns(&columns).await?);
