@@ -31,6 +31,9 @@ pub fn check_read_options<'py>(py: Python<'py>, options: Option<&Bound<'py, PyDi
     if let Some(n) = options.decode_parallelism {
         out.set_item("decode_parallelism", n.get())?;
     }
+    if let Some(budget) = options.io_budget {
+        out.set_item("io_budget", Py::new(py, crate::budget::PyIoBudget { budget })?)?;
+    }
     Ok(out)
 }
 
