@@ -74,7 +74,11 @@ class FileReader:
     ) -> dict[str, Any]: ...
 
 class IoBudget:
-    """A byte budget and an I/O depth shared by every read it is given to."""
+    """A byte budget and an I/O depth shared by every read it is given to (``io_budget=``).
+
+    The reads sharing it hold at most the budget, plus each read's own minimum progress (the
+    pages its decoders wait for) and batches in flight, plus a small constant.
+    """
 
     def __init__(self, bytes: int | str, depth: int | None = None) -> None: ...
     @property

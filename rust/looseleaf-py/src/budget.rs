@@ -9,6 +9,15 @@ use crate::errors::IntoPyResult;
 use crate::reader::option_value;
 
 /// A byte budget and an I/O depth shared by every read it is given to.
+///
+/// ``IoBudget(bytes, depth=None)``: ``bytes`` is a size of at least one byte (a number, or text
+/// such as ``"1 GiB"``), ``depth`` the most reads in flight at once over all the reads sharing
+/// it (``None``: no shared cap). Give it to reads as ``io_budget=`` (to :func:`looseleaf.open`
+/// or any read method), or to every read of the process with :func:`looseleaf.set_io_budget`.
+/// Each read still has its own ``io_buffer_bytes`` and ``io_depth``; the budget caps what they
+/// hold together: at most the budget, plus each read's own minimum progress (the pages its
+/// decoders wait for) and batches in flight, plus a small constant. A read never waits forever
+/// for bytes another read holds.
 #[pyclass(name = "IoBudget", module = "looseleaf._looseleaf", frozen)]
 pub struct PyIoBudget {
     pub budget: IoBudget,
