@@ -388,7 +388,7 @@ def test_io_budget_is_shared_by_reads_and_checked(path, table):
     looseleaf.set_io_budget(process)
     try:
         assert looseleaf.get_io_budget() == process
-        assert looseleaf.open(path).read_all().equals(table)
+        assert looseleaf.open(path).to_table().equals(table)
         assert process.stats()["reads"] > 0
         assert process.stats()["peak_in_flight"] == 1
     finally:
