@@ -157,11 +157,19 @@ async fn a_slow_consumer_over_a_file_ten_times_the_budget() {
     let mut offset = first.num_rows();
     let mut largest = first.get_array_memory_size() as u64;
     drop(first);
-    // The consumer goes away: the read fills the budget and stops there.
-    tokio::time::sleep(Duration::from_millis(300)).await;
-    let paused = stream.io_stats();
-    tokio::time::sleep(Duration::from_millis(200)).await;
-    assert_eq!(stream.io_stats().bytes_read, paused.bytes_read, "the read went on while the consumer was away");
+    // The consumer goes away: the read fills the budget and stops there (however slow the
+    // machine: it is given half a minute to stop, and checked to have stopped far from the end).
+    let deadline = Instant::now() + Duration::from_secs(30);
+    let mut paused = stream.io_stats();
+    loop {
+        tokio::time::sleep(Duration::from_millis(200)).await;
+        let now = stream.io_stats();
+        if now.bytes_read == paused.bytes_read {
+            break;
+        }
+        assert!(Instant::now() < deadline, "{now:?}: the read does not pause while the consumer is away");
+        paused = now;
+    }
     assert!(paused.bytes_read < finished.num_bytes / 2, "{paused:?}");
     // Then it reads slowly to the end.
     while let Some(batch) = stream.next().await {
@@ -214,7 +222,8 @@ async fn sixteen_readers_share_one_process_wide_budget() {
             tokio::spawn(async move {
                 let (mut rounds, mut largest) = (0u64, 0u64);
                 let mut rng = common::rng(100 + i);
-                while Instant::now() < deadline {
+                // At least one round each, however late the task starts.
+                while rounds == 0 || Instant::now() < deadline {
                     rounds += 1;
                     let read = reader.read().with_batch_size(nz(1000)).with_decode_parallelism(nz(PARALLELISM));
                     if i % 2 == 0 {
@@ -245,7 +254,6 @@ async fn sixteen_readers_share_one_process_wide_budget() {
     let stats = shared.stats();
     assert_eq!((stats.in_flight, stats.reserved_bytes), (0, 0), "{stats:?}");
     assert!(stats.peak_in_flight <= 8, "{stats:?}");
-    assert!(results.iter().all(|(rounds, _)| *rounds >= 1));
     // Each read may pass the shared budget by its own minimum progress: the pages its
     // decoders wait for, at most `PARALLELISM + 1` steps of its share of the budget or of the
     // pages of one stretch of rows (at worst its share is the whole budget: reads that start
