@@ -1,7 +1,8 @@
 //! Benchmarks of the reader's hot paths with divan: the decoder of each encoding (a full scan
 //! of one column of one million values written with that encoding forced), the scheduling loop
 //! (the plan of a read of 10 columns of a 1,000-column file), and the I/O scheduler under load
-//! (10,000 small requests through a reader in memory, at depth 8 and a small budget).
+//! (10,000 small requests through a reader in memory, at depth 8 and a small budget), and
+//! `take` of scattered rows (1,000 and 100,000 of a four-column file of one million rows).
 //!
 //! Run with `cargo bench -p looseleaf --bench hot_paths`. Throughputs are in values (or
 //! requests) per second; compare runs on the same machine, not absolute numbers.
@@ -12,7 +13,7 @@ use std::ops::Range;
 use std::path::PathBuf;
 use std::sync::{Arc, LazyLock};
 
-use arrow_array::{ArrayRef, Int64Array, RecordBatch, StringArray};
+use arrow_array::{ArrayRef, Float64Array, Int32Array, Int64Array, RecordBatch, StringArray};
 use arrow_schema::{DataType, Field, Schema};
 use bytes::Bytes;
 use divan::Bencher;
@@ -151,6 +152,52 @@ fn plan_10_of_1000_columns(bencher: Bencher) {
             reader.read().with_columns(columns.clone()).plan().await.unwrap().requests.len()
         })
     });
+}
+
+/// A file of four columns (random int64, strings, float64, int32) of one million rows, in the
+/// writer's default encodings and page size.
+static TABLE: LazyLock<PathBuf> = LazyLock::new(|| {
+    let path = DIR.path().join("table.leaf");
+    let schema = Arc::new(Schema::new(vec![
+        Field::new("id", DataType::Int64, false),
+        Field::new("name", DataType::Utf8, false),
+        Field::new("x", DataType::Float64, false),
+        Field::new("k", DataType::Int32, false),
+    ]));
+    let columns: Vec<ArrayRef> = vec![
+        ints(|i| i.wrapping_mul(0x9E37_79B9_7F4A_7C15u64 as i64)),
+        words(100_000),
+        Arc::new(Float64Array::from_iter_values((0..ROWS).map(|i| i as f64 * 0.37))),
+        Arc::new(Int32Array::from_iter_values((0..ROWS as i32).map(|i| i.wrapping_mul(2_654_435)))),
+    ];
+    let batch = RecordBatch::try_new(schema.clone(), columns).unwrap();
+    RUNTIME.block_on(async {
+        let mut writer = FileWriter::create_path(&path, schema, WriterOptions::default()).await.unwrap();
+        writer.write(&batch).await.unwrap();
+        writer.finish().await.unwrap();
+    });
+    path
+});
+
+fn bench_take(bencher: Bencher, count: u64) {
+    let path = TABLE.clone();
+    let reader = RUNTIME.block_on(FileReader::open_path(&path)).unwrap();
+    let indices: Vec<u64> = (0..count).map(|i| (i * 2_654_435_761) % ROWS as u64).collect();
+    bencher
+        .counter(ItemsCount::new(count as usize))
+        .bench(|| RUNTIME.block_on(async { reader.take(&indices, None).await.unwrap().num_rows() }));
+}
+
+/// `take` of 1,000 scattered rows of every column (the file open, its metadata cached).
+#[divan::bench]
+fn take_1000_rows(bencher: Bencher) {
+    bench_take(bencher, 1000);
+}
+
+/// `take` of 100,000 scattered rows of every column.
+#[divan::bench]
+fn take_100_000_rows(bencher: Bencher) {
+    bench_take(bencher, 100_000);
 }
 
 /// An in-memory file.

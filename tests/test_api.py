@@ -354,3 +354,43 @@ for indices in (pa.array(rows, pa.uint16()), pa.chunked_array([rows[:2], rows[2:
 """
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=False)
     assert done.returncode == 0, done.stderr
+
+
+def test_io_budget_is_shared_by_reads_and_checked(path, table):
+    budget = looseleaf.IoBudget("1 MiB", depth=2)
+    assert (budget.bytes, budget.depth) == (1 << 20, 2)
+    assert repr(budget) == "IoBudget(bytes=1048576, depth=2)"
+    assert budget == budget
+    assert budget != looseleaf.IoBudget(1 << 20, depth=2)
+    assert looseleaf.IoBudget(4096).depth is None
+    for bytes_, depth in [(0, None), ("lots", None), (1, 0), (1, -2)]:
+        with pytest.raises(looseleaf.InvalidArgumentError):
+            looseleaf.IoBudget(bytes_, depth)
+    with pytest.raises(looseleaf.InvalidArgumentError, match="io_budget"):
+        looseleaf.open(path, io_budget=1 << 20)
+
+    # Two readers, the budget given to each.
+    readers = [looseleaf.open(path, io_budget=budget, io_buffer_bytes="64 MiB") for _ in range(2)]
+    assert readers[0].options["io_budget"] == budget
+    streams = [r.stream(batch_size=1000) for r in readers]
+    for stream in streams:
+        assert pa.RecordBatchReader.from_stream(stream).read_all().equals(table)
+    assert readers[1].take([5, 3, 5]).equals(table.take([5, 3, 5]))
+    stats = budget.stats()
+    assert stats["reads"] > 0
+    assert stats["in_flight"] == 0
+    assert stats["reserved_bytes"] == 0
+    assert stats["peak_in_flight"] <= 2
+
+    # The process-wide default: reads given no budget use it.
+    assert looseleaf.get_io_budget() is None
+    process = looseleaf.IoBudget("256 KiB", depth=1)
+    looseleaf.set_io_budget(process)
+    try:
+        assert looseleaf.get_io_budget() == process
+        assert looseleaf.open(path).to_table().equals(table)
+        assert process.stats()["reads"] > 0
+        assert process.stats()["peak_in_flight"] == 1
+    finally:
+        looseleaf.set_io_budget(None)
+    assert looseleaf.get_io_budget() is None

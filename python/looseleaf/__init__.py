@@ -8,7 +8,14 @@ engine without copies, through the Arrow PyCapsule interface.
 
 from __future__ import annotations
 
-from ._looseleaf import DEFAULT_BATCH_SIZE, DEFAULT_PAGE_SIZE, __version__
+from ._looseleaf import (
+    DEFAULT_BATCH_SIZE,
+    DEFAULT_PAGE_SIZE,
+    IoBudget,
+    __version__,
+    get_io_budget,
+    set_io_budget,
+)
 from .exceptions import (
     CorruptFileError,
     InvalidArgumentError,
@@ -29,6 +36,7 @@ __all__ = [
     "FileReader",
     "FileWriter",
     "InvalidArgumentError",
+    "IoBudget",
     "LooseleafError",
     "LooseleafIOError",
     "NotFoundError",
@@ -37,6 +45,8 @@ __all__ = [
     "SchemaMismatchError",
     "UnsupportedError",
     "__version__",
+    "get_io_budget",
     "open",
+    "set_io_budget",
     "write_table",
 ]

@@ -73,6 +73,28 @@ class FileReader:
         **options: Any,
     ) -> dict[str, Any]: ...
 
+class IoBudget:
+    """A byte budget and an I/O depth shared by every read it is given to (``io_budget=``).
+
+    The reads sharing it hold at most the budget, plus each read's own minimum progress (the
+    pages its decoders wait for) and batches in flight, plus a small constant.
+    """
+
+    def __init__(self, bytes: int | str, depth: int | None = None) -> None: ...
+    @property
+    def bytes(self) -> int: ...
+    @property
+    def depth(self) -> int | None: ...
+    @property
+    def active_reads(self) -> int: ...
+    def stats(self) -> dict[str, int]: ...
+
+def set_io_budget(budget: IoBudget | None) -> None:
+    """Makes ``budget`` the budget of every read started from now on without one."""
+
+def get_io_budget() -> IoBudget | None:
+    """The process-wide budget, if one is set."""
+
 def read_options(**options: Any) -> dict[str, Any]:
     """Checks read options given by name; returns the ones set, normalised."""
 

@@ -31,7 +31,20 @@ class ReadOptions(TypedDict, total=False):
     - ``io_buffer_bytes``: the I/O buffer, bytes read ahead of the consumer before reading pauses
       (default 256 MiB for local files and memory); a number or a size such as ``"64 MiB"``. A
       request for rows lower than everything buffered may exceed it, so a read never deadlocks
-      on it.
+      on it. The promise: a read holds at most the buffer, plus the pages its decoders wait for
+      when the buffer is smaller than them (at most two pages of each column read), plus the
+      batches in flight (``decode_parallelism + 2`` batches, and the result of a ``take``),
+      plus a small constant — whatever the file's size, the number of columns or the page
+      size; and it never deadlocks, down to a buffer of one byte. Reads of scattered rows
+      (``take``) are decoded in steps whose pages fit the buffer, so they keep to it too.
+    - ``io_budget``: an :class:`IoBudget` shared with other reads (default: the one set by
+      :func:`set_io_budget`, if any). Every read given it counts its bytes and its reads in
+      flight there, on top of its own ``io_buffer_bytes`` and ``io_depth``: ``N`` concurrent
+      reads then hold one budget and run one depth of reads, not ``N``. Each read keeps its
+      own way past the budget for the rows its decoders wait for (priorities of different
+      reads cannot be compared), so the promise becomes: the shared budget, plus each read's
+      own minimum progress (the pages its decoders wait for) and batches in flight, plus a
+      constant; and still no deadlock, whatever the other reads do.
     - ``dictionary_columns``: top-level columns returned as dictionary arrays (dictionary-encoded
       pages without materialising their values), with the narrowest keys (int8, int16 or int32)
       that index both the largest dictionary of the column's pages and a batch of distinct
@@ -48,6 +61,7 @@ class ReadOptions(TypedDict, total=False):
     io_depth_min: int
     io_depth_max: int
     io_buffer_bytes: int | str
+    io_budget: _looseleaf.IoBudget
     dictionary_columns: Sequence[str]
     decode_parallelism: int
     verify_checksums: bool

@@ -1,6 +1,7 @@
 //! Python bindings of looseleaf: registration only; one module per Python concept.
 
 mod arrow;
+mod budget;
 mod dataset;
 mod errors;
 mod options;
@@ -41,6 +42,9 @@ fn _looseleaf(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<arrow::PyBatches>()?;
     m.add_class::<arrow::PyArrowSchema>()?;
     m.add_class::<dataset::PyWriteJob>()?;
+    m.add_class::<budget::PyIoBudget>()?;
+    m.add_function(wrap_pyfunction!(budget::set_io_budget, m)?)?;
+    m.add_function(wrap_pyfunction!(budget::get_io_budget, m)?)?;
     m.add_function(wrap_pyfunction!(options::check_read_options, m)?)?;
     m.add_function(wrap_pyfunction!(options::parse_size, m)?)?;
     m.add_function(wrap_pyfunction!(options::parse_location, m)?)?;

@@ -36,7 +36,10 @@ pub fn read_options(options: Option<&Bound<'_, PyDict>>) -> PyResult<ReadOptions
 }
 
 /// A Python value as an [`OptionValue`]; the core decides whether it suits the option.
-fn option_value(value: &Bound<'_, PyAny>) -> PyResult<OptionValue> {
+pub fn option_value(value: &Bound<'_, PyAny>) -> PyResult<OptionValue> {
+    if let Ok(budget) = value.cast::<crate::budget::PyIoBudget>() {
+        return Ok(OptionValue::Budget(budget.get().budget.clone()));
+    }
     if let Ok(flag) = value.cast::<PyBool>() {
         return Ok(OptionValue::Bool(flag.is_true()));
     }
@@ -237,6 +240,8 @@ impl PyFileReader {
         out.set_item("dictionary_columns", options.dictionary_columns.clone())?;
         out.set_item("decode_parallelism", options.decode_parallelism.map(|n| n.get()))?;
         out.set_item("verify_checksums", options.verify_checksums.unwrap_or(true))?;
+        let budget = options.io_budget.clone().map(|budget| Py::new(py, crate::budget::PyIoBudget { budget }));
+        out.set_item("io_budget", budget.transpose()?)?;
         Ok(out)
     }
 

@@ -81,7 +81,7 @@ pub use encodings::statistics::StatValue;
 pub use encodings::strategy::{ColumnPolicies, EncodingKind, EncodingPolicy};
 pub use error::{Error, Result, SourceError};
 pub use format::proto::Compression;
-pub use io::{IoOptions, IoPlan, IoStats};
+pub use io::{IoBudget, IoOptions, IoPlan, IoStats};
 pub use options::{ByteCount, DEFAULT_BATCH_BYTES, DEFAULT_BATCH_SIZE, OptionValue, READ_OPTION_NAMES, ReadOptions};
 pub use read::metrics::ReadTimings;
 pub use read::{

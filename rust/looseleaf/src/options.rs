@@ -16,7 +16,7 @@ use std::num::NonZeroUsize;
 use std::str::FromStr;
 
 use crate::error::{Error, Result, bail};
-use crate::io::IoDepth;
+use crate::io::{IoBudget, IoDepth};
 
 /// Default (and most) rows per output batch when the read does not set a batch size.
 pub const DEFAULT_BATCH_SIZE: NonZeroUsize = NonZeroUsize::MIN.saturating_add(8191);
@@ -100,6 +100,9 @@ pub enum OptionValue {
     List(Vec<String>),
     /// A boolean.
     Bool(bool),
+    /// A shared budget (the only valid value of `io_budget`; a front end passes the handle
+    /// its user made).
+    Budget(IoBudget),
 }
 
 impl fmt::Display for OptionValue {
@@ -109,6 +112,7 @@ impl fmt::Display for OptionValue {
             Self::Text(s) => write!(f, "{s:?}"),
             Self::List(names) => write!(f, "{names:?}"),
             Self::Bool(b) => write!(f, "{b}"),
+            Self::Budget(budget) => write!(f, "{budget:?}"),
         }
     }
 }
@@ -140,15 +144,20 @@ pub struct ReadOptions {
     /// [`BufferChecks`](crate::io::BufferChecks)). Default: yes; turning it off saves about
     /// 50 ms per GB read on one core, at the price of damage going unnoticed.
     pub verify_checksums: Option<bool>,
+    /// A byte budget and I/O depth shared with other reads (see [`IoBudget`]), on top of the
+    /// read's own buffer and depth. Default: the process's
+    /// ([`IoBudget::set_process_default`]), if it has one.
+    pub io_budget: Option<IoBudget>,
 }
 
 /// The names [`ReadOptions::set`] knows, in the order the documentation lists them.
-pub const READ_OPTION_NAMES: [&str; 8] = [
+pub const READ_OPTION_NAMES: [&str; 9] = [
     "batch_size",
     "io_depth",
     "io_depth_min",
     "io_depth_max",
     "io_buffer_bytes",
+    "io_budget",
     "dictionary_columns",
     "decode_parallelism",
     "verify_checksums",
@@ -165,8 +174,9 @@ impl ReadOptions {
     /// whole number for a fixed depth, or `"auto"` for an adaptive one), `io_depth_min` and
     /// `io_depth_max` (the bounds of an adaptive depth; setting either makes the depth
     /// adaptive), `io_buffer_bytes` (a size of at least 1 byte: a number, or text such as
-    /// `"64 MiB"`), `dictionary_columns` (a list of column names, or one name),
-    /// `verify_checksums` (a boolean, or `true`/`false` as text).
+    /// `"64 MiB"`), `io_budget` (an [`IoBudget`] handle, given as [`OptionValue::Budget`]),
+    /// `dictionary_columns` (a list of column names, or one name), `verify_checksums` (a
+    /// boolean, or `true`/`false` as text).
     ///
     /// # Errors
     /// [`Error::InvalidArgument`] naming the option, for an unknown name or a value out of range.
@@ -194,16 +204,11 @@ impl ReadOptions {
                 self.io_depth = Some(IoDepth::Adaptive { min, max });
             }
             "decode_parallelism" => self.decode_parallelism = Some(count(name, &value)?),
-            "io_buffer_bytes" => {
-                let bytes = match &value {
-                    OptionValue::Text(text) => text.parse::<ByteCount>().map_err(|e| named(name, e))?,
-                    _ => ByteCount(count(name, &value)?.get() as u64),
-                };
-                if bytes.0 == 0 {
-                    bail!(invalid, "{name} must be at least 1 byte, got {value}");
-                }
-                self.io_buffer = Some(bytes);
-            }
+            "io_buffer_bytes" => self.io_buffer = Some(size(name, &value)?),
+            "io_budget" => match value {
+                OptionValue::Budget(budget) => self.io_budget = Some(budget),
+                other => bail!(invalid, "{name} must be an IoBudget (a budget shared by reads), got {other}"),
+            },
             "dictionary_columns" => {
                 self.dictionary_columns = Some(match value {
                     OptionValue::List(names) => names,
@@ -233,7 +238,13 @@ impl ReadOptions {
             dictionary_columns: self.dictionary_columns.clone().or_else(|| defaults.dictionary_columns.clone()),
             decode_parallelism: self.decode_parallelism.or(defaults.decode_parallelism),
             verify_checksums: self.verify_checksums.or(defaults.verify_checksums),
+            io_budget: self.io_budget.clone().or_else(|| defaults.io_budget.clone()),
         }
+    }
+
+    /// The shared budget of a read with these options: its own, else the process's.
+    pub fn shared_budget(&self) -> Option<IoBudget> {
+        self.io_budget.clone().or_else(IoBudget::process_default)
     }
 
     /// The I/O settings of a read with these options from a storage whose defaults are `storage`.
@@ -246,12 +257,39 @@ impl ReadOptions {
     }
 }
 
+impl IoBudget {
+    /// A shared budget from values a front end received, checked as [`ReadOptions::set`]
+    /// checks options: `bytes`, a size of at least 1 byte (a number, or text such as
+    /// `"1 GiB"`, as `io_buffer_bytes`), and `depth`, the most reads in flight at once over
+    /// every read sharing it (a whole number of at least 1), or none.
+    ///
+    /// # Errors
+    /// [`Error::InvalidArgument`] naming `bytes` or `depth`.
+    pub fn from_values(bytes: &OptionValue, depth: Option<&OptionValue>) -> Result<IoBudget> {
+        let bytes = size("bytes", bytes)?;
+        let depth = depth.map(|depth| count("depth", depth)).transpose()?;
+        Ok(IoBudget::new(bytes, depth))
+    }
+}
+
+/// A size of at least 1 byte from a value given for option `name`.
+fn size(name: &str, value: &OptionValue) -> Result<ByteCount> {
+    let bytes = match value {
+        OptionValue::Text(text) => text.parse::<ByteCount>().map_err(|e| named(name, e))?,
+        _ => ByteCount(count(name, value)?.get() as u64),
+    };
+    if bytes.0 == 0 {
+        bail!(invalid, "{name} must be at least 1 byte, got {value}");
+    }
+    Ok(bytes)
+}
+
 /// A whole number of at least 1 from a value given for option `name`.
 fn count(name: &str, value: &OptionValue) -> Result<NonZeroUsize> {
     let number = match value {
         OptionValue::Int(n) => Some(*n),
         OptionValue::Text(text) => text.trim().parse::<i128>().ok(),
-        OptionValue::List(_) | OptionValue::Bool(_) => None,
+        OptionValue::List(_) | OptionValue::Bool(_) | OptionValue::Budget(_) => None,
     };
     let Some(number) = number else { bail!(invalid, "{name} must be a whole number, got {value}") };
     usize::try_from(number)
@@ -315,6 +353,19 @@ mod tests {
         ] {
             let e = options.clone().set(name, value).unwrap_err();
             assert!(matches!(e, Error::InvalidArgument { .. }) && e.to_string().contains(name), "{e}");
+        }
+        let shared = IoBudget::new(ByteCount::mib(64), NonZeroUsize::new(16));
+        options.set("io_budget", OptionValue::Budget(shared.clone())).unwrap();
+        assert_eq!(options.io_budget, Some(shared.clone()));
+        assert_eq!(options.or(&ReadOptions::default()).shared_budget(), Some(shared));
+        let e = options.clone().set("io_budget", OptionValue::Int(1 << 20)).unwrap_err();
+        assert!(e.to_string().contains("io_budget must be an IoBudget"), "{e}");
+        let budget = IoBudget::from_values(&OptionValue::Text("1 GiB".into()), Some(&OptionValue::Int(32))).unwrap();
+        assert_eq!((budget.bytes(), budget.depth()), (ByteCount::gib(1), NonZeroUsize::new(32)));
+        assert_eq!(IoBudget::from_values(&OptionValue::Int(5), None).unwrap().depth(), None);
+        for (bytes, depth) in [(OptionValue::Int(0), None), (OptionValue::Int(1), Some(OptionValue::Int(0)))] {
+            let e = IoBudget::from_values(&bytes, depth.as_ref()).unwrap_err();
+            assert!(matches!(e, Error::InvalidArgument { .. }), "{e}");
         }
         let e = options.set("batchsize", OptionValue::Int(1)).unwrap_err();
         assert!(e.to_string().contains("unknown read option \"batchsize\""), "{e}");

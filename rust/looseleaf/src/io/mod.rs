@@ -18,6 +18,7 @@
 //! without doing it. [`PageIo`] groups all the ranges one page needs into one request, and
 //! verifies the page's buffers against their checksums ([`BufferChecks`]) as they arrive.
 
+mod budget;
 mod buffer_checks;
 mod coalesce;
 mod depth;
@@ -33,6 +34,7 @@ use std::ops::Range;
 use bytes::Bytes;
 use futures::future::BoxFuture;
 
+pub use budget::{IoBudget, IoBudgetStats};
 pub use buffer_checks::BufferChecks;
 pub use coalesce::{CoalesceOptions, coalesce_ranges};
 pub use depth::{DepthController, IoDepth};
@@ -107,4 +109,15 @@ pub trait EncodingsIo: Send + Sync {
     /// apart from the scheduling loop (which goes on without waiting). A planner records `hint`
     /// instead of running the step.
     fn spawn_indirect(&self, hint: IndirectHint, step: BoxFuture<'static, ()>);
+
+    /// Blocks the calling thread — the scheduling loop's own, never a runtime worker — while
+    /// enough reads are queued and not yet issued to keep the storage busy, unless `starving`
+    /// says a decoder waits for a page the loop has not sent yet: the loop then stays a bounded
+    /// queue ahead of the I/O however large the file, instead of holding the requests of every
+    /// page of it. It cannot deadlock: while no decoder starves, every page the decoders wait
+    /// for has been sent, so its reads are urgent and issued without the loop; once one
+    /// starves, the loop goes on. By default it returns at once.
+    fn wait_for_room(&self, starving: &dyn Fn() -> bool) {
+        let _ = starving;
+    }
 }

@@ -33,6 +33,14 @@
 //! throughput rises and halves it when the storage throttles (see [`IoDepth`]). Changing it
 //! never cancels a read; a lower depth only holds back the next ones.
 //!
+//! # A shared budget
+//! A scheduler given an [`IoBudget`] also counts its reads and reserved bytes there, with the
+//! other reads sharing it: a read is issued only while the shared depth has room, and while
+//! its bytes fit in the shared budget too — or pass it by this read's own bypass or urgency
+//! (see [`IoBudget`] for why each read keeps its own arms, the bound that results, and how a
+//! release in one read wakes the others). Locks are taken in one order: a scheduler's state,
+//! then the budget's; other schedulers are woken only once both are released ([`unlock`]).
+//!
 //! # Cancel safety
 //! Dropping a request's future releases its reservation; its reads still queued are discarded
 //! when they reach the head of the queue, and reads in flight are released when they complete.
@@ -41,14 +49,16 @@ use std::cmp::Reverse;
 use std::collections::{BTreeMap, BinaryHeap};
 use std::num::NonZeroUsize;
 use std::ops::Range;
-use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard, Weak};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Condvar, Mutex, MutexGuard, Weak};
+use std::time::Duration;
 
 use bytes::{Bytes, BytesMut};
 use futures::FutureExt;
 use futures::future::BoxFuture;
 use tokio::sync::oneshot;
 
+use super::budget::{BudgetWaiter, Grant, IoBudget, Reader, wake_all};
 use super::depth::{DepthController, IoDepth};
 use super::{
     CoalesceOptions, EncodingsIo, IndirectHint, IoFuture, IoRequest, Priority, RangeReader, RequestKind,
@@ -160,9 +170,18 @@ pub struct IoScheduler {
 struct Inner {
     reader: Arc<dyn RangeReader>,
     options: IoOptions,
+    /// The budget shared with other reads, if any.
+    budget: Option<IoBudget>,
+    /// Whether the scheduler waits in `budget`'s list (see [`BudgetWaiter`]).
+    registered: AtomicBool,
+    /// Counts this read in the shared budget's active reads while the scheduler lives.
+    _reader: Option<Reader>,
     runtime: tokio::runtime::Handle,
     /// Guards the queue and the budget; held only for bookkeeping, never across an await.
     state: Mutex<State>,
+    /// Signalled when reads leave the queue while the scheduling loop waits for room in it
+    /// ([`EncodingsIo::wait_for_room`]).
+    room: Condvar,
     counters: Counters,
 }
 
@@ -183,6 +202,11 @@ struct State {
     /// last reference to a request may hold the last clone of a [`ReservationHolder`], whose
     /// drop takes the lock (and `std`'s mutex is not reentrant).
     retired: Vec<Arc<PendingRequest>>,
+    /// Schedulers of other reads waiting for the shared budget that a release under the lock
+    /// made room for, woken by [`unlock`] once the lock is released.
+    to_wake: Vec<Weak<dyn BudgetWaiter>>,
+    /// Whether the scheduling loop waits for room in the queue.
+    loop_waiting: bool,
 }
 
 impl State {
@@ -196,6 +220,8 @@ impl State {
             reserved_priorities: BTreeMap::new(),
             depth: DepthController::new(depth),
             retired: Vec::new(),
+            to_wake: Vec::new(),
+            loop_waiting: false,
         }
     }
 }
@@ -287,8 +313,11 @@ impl ReservationHolder {
             let mut state = inner.lock_state();
             state.reserved_bytes = state.reserved_bytes.saturating_add(bytes);
             inner.counters.peak_reserved_bytes.fetch_max(state.reserved_bytes, Ordering::Relaxed);
-            first.bytes = first.bytes.saturating_add(bytes);
         }
+        if let Some(budget) = &first.budget {
+            budget.grow(bytes);
+        }
+        first.bytes = first.bytes.saturating_add(bytes);
     }
 
     fn add(&self, reservation: Reservation) {
@@ -296,9 +325,12 @@ impl ReservationHolder {
     }
 }
 
-/// Returns a request's reserved bytes to the budget when dropped.
+/// Returns a request's reserved bytes to the budget (and to the shared budget) when dropped.
 pub(crate) struct Reservation {
     scheduler: Weak<Inner>,
+    /// The shared budget the bytes count in too, returned to it even when the scheduler is
+    /// gone (batches may outlive their read).
+    budget: Option<IoBudget>,
     priority: Priority,
     bytes: u64,
     reads: usize,
@@ -306,22 +338,42 @@ pub(crate) struct Reservation {
 
 impl Drop for Reservation {
     fn drop(&mut self) {
-        if let Some(inner) = self.scheduler.upgrade() {
-            let mut state = inner.lock_state();
-            release_locked(&mut state, self.priority, self.bytes, self.reads);
-            inner.dispatch_locked(&mut state);
-            unlock(state);
+        if self.reads == 0 {
+            return;
+        }
+        match self.scheduler.upgrade() {
+            Some(inner) => {
+                let mut state = inner.lock_state();
+                release_locked(&mut state, self.priority, self.bytes, self.reads);
+                if let Some(budget) = &self.budget {
+                    budget.release(self.bytes, false, &mut state.to_wake);
+                }
+                inner.dispatch_locked(&mut state);
+                unlock(state);
+            }
+            None => {
+                let mut to_wake = Vec::new();
+                if let Some(budget) = &self.budget {
+                    budget.release(self.bytes, false, &mut to_wake);
+                }
+                wake_all(to_wake);
+            }
         }
     }
 }
 
-/// Releases the state lock, then drops the requests retired while it was held.
+/// Releases the state lock, then drops the requests retired while it was held and wakes the
+/// schedulers of other reads a release made room for.
 fn unlock(mut state: MutexGuard<'_, State>) {
     let retired = std::mem::take(&mut state.retired);
+    let to_wake = std::mem::take(&mut state.to_wake);
     drop(state);
     drop(retired);
+    wake_all(to_wake);
 }
 
+/// Returns `bytes` held by `reads` reads at `priority` to the scheduler's own budget (the
+/// shared one is the caller's business: see [`Inner::release_locked`]).
 fn release_locked(state: &mut State, priority: Priority, bytes: u64, reads: usize) {
     if reads == 0 {
         return;
@@ -346,12 +398,34 @@ impl IoScheduler {
 
     /// A scheduler reading from `reader` whose reads run on `runtime`.
     pub fn with_runtime(reader: Arc<dyn RangeReader>, options: IoOptions, runtime: tokio::runtime::Handle) -> Self {
+        Self::build(reader, options, None, runtime)
+    }
+
+    /// A scheduler reading from `reader` that also counts its reads and bytes in `budget`,
+    /// shared with other reads (see [`IoBudget`]).
+    ///
+    /// # Panics
+    /// If called outside a tokio runtime.
+    pub fn with_budget(reader: Arc<dyn RangeReader>, options: IoOptions, budget: Option<IoBudget>) -> Self {
+        Self::build(reader, options, budget, tokio::runtime::Handle::current())
+    }
+
+    fn build(
+        reader: Arc<dyn RangeReader>,
+        options: IoOptions,
+        budget: Option<IoBudget>,
+        runtime: tokio::runtime::Handle,
+    ) -> Self {
         Self {
             inner: Arc::new(Inner {
                 reader,
                 options,
+                _reader: budget.as_ref().map(IoBudget::join),
+                budget,
+                registered: AtomicBool::new(false),
                 runtime,
                 state: Mutex::new(State::new(options.depth)),
+                room: Condvar::new(),
                 counters: Counters::default(),
             }),
         }
@@ -360,6 +434,11 @@ impl IoScheduler {
     /// The scheduler's settings.
     pub fn options(&self) -> IoOptions {
         self.inner.options
+    }
+
+    /// The budget shared with other reads, if any.
+    pub fn budget(&self) -> Option<&IoBudget> {
+        self.inner.budget.as_ref()
     }
 
     /// The file being read.
@@ -462,9 +541,62 @@ impl EncodingsIo for IoScheduler {
     fn spawn_indirect(&self, _hint: IndirectHint, step: BoxFuture<'static, ()>) {
         self.inner.runtime.spawn(step);
     }
+
+    fn wait_for_room(&self, starving: &dyn Fn() -> bool) {
+        let inner = &self.inner;
+        let mut state = inner.lock_state();
+        let started = std::time::Instant::now();
+        loop {
+            let backlog = (BACKLOG_PER_READ * state.depth.current()).max(MIN_BACKLOG);
+            // The reads waited for are issued without the loop (see `EncodingsIo`); a wait that
+            // outlasts `LOOP_WAIT_LIMIT` lets one page through all the same, so that a hole in
+            // that argument would slow a read down, never hang it.
+            let full = state.queue.len() >= backlog && !starving();
+            let Some(left) = LOOP_WAIT_LIMIT.checked_sub(started.elapsed()).filter(|_| full) else { break };
+            state.loop_waiting = true;
+            // Decoders do not signal the lock when they start starving: looked at every
+            // `STARVING_POLL`.
+            state = match inner.room.wait_timeout(state, left.min(STARVING_POLL)) {
+                Ok((guard, _)) => guard,
+                Err(poisoned) => poisoned.into_inner().0,
+            };
+        }
+        state.loop_waiting = false;
+        unlock(state);
+    }
+}
+
+/// Reads queued per read in flight before the scheduling loop waits for room.
+const BACKLOG_PER_READ: usize = 4;
+/// Reads queued before the scheduling loop waits for room, whatever the depth.
+const MIN_BACKLOG: usize = 64;
+/// The longest the scheduling loop waits for room before scheduling one more page anyway.
+const LOOP_WAIT_LIMIT: Duration = Duration::from_secs(10);
+/// How often a waiting scheduling loop looks whether a decoder starves.
+const STARVING_POLL: Duration = Duration::from_millis(2);
+
+impl BudgetWaiter for Inner {
+    fn registered(&self) -> &AtomicBool {
+        &self.registered
+    }
+
+    fn wake(self: Arc<Self>) {
+        let mut state = self.lock_state();
+        self.dispatch_locked(&mut state);
+        unlock(state);
+    }
 }
 
 impl Inner {
+    /// Returns `bytes` held by `reads` reads at `priority`, to this scheduler's budget and to
+    /// the shared one (with one place in the shared depth if `read_done`).
+    fn release_locked(&self, state: &mut State, priority: Priority, bytes: u64, reads: usize, read_done: bool) {
+        release_locked(state, priority, bytes, reads);
+        if let Some(budget) = &self.budget {
+            budget.release(if reads == 0 { 0 } else { bytes }, read_done, &mut state.to_wake);
+        }
+    }
+
     fn lock_state(&self) -> MutexGuard<'_, State> {
         // A panic while holding the lock cannot leave the bookkeeping half-updated in a way
         // that matters more than losing the read, so a poisoned lock is taken over.
@@ -502,6 +634,14 @@ impl Inner {
     /// lets through anyway. Requests leaving a queue go to `state.retired`: the caller must
     /// release the lock with [`unlock`].
     fn dispatch_locked(self: &Arc<Self>, state: &mut State) {
+        let queued = state.queue.len();
+        self.dispatch_queue_locked(state);
+        if state.loop_waiting && state.queue.len() < queued {
+            self.room.notify_all();
+        }
+    }
+
+    fn dispatch_queue_locked(self: &Arc<Self>, state: &mut State) {
         loop {
             if state.in_flight >= state.depth.current() {
                 if !state.queue.is_empty() {
@@ -520,11 +660,23 @@ impl Inner {
                         continue;
                     }
                     Issue::HeldBack => {}
+                    Issue::NoDepth => {
+                        state.retired.push(request);
+                        break;
+                    }
                 }
             }
-            let Some(Reverse(read)) = state.urgent.pop() else { break };
-            self.try_issue_locked(state, &read.request, read.index, true);
-            state.retired.push(read.request);
+            let Some(Reverse(read)) = state.urgent.peek() else { break };
+            let (request, index) = (read.request.clone(), read.index);
+            let issue = self.try_issue_locked(state, &request, index, true);
+            state.retired.push(request);
+            if issue == Issue::NoDepth {
+                // Stays in the urgent queue until the shared depth has room.
+                break;
+            }
+            if let Some(Reverse(read)) = state.urgent.pop() {
+                state.retired.push(read.request);
+            }
         }
     }
 
@@ -544,7 +696,7 @@ impl Inner {
             progress.reserved_bytes = 0;
             progress.reserved_reads = 0;
             drop(progress);
-            release_locked(state, request.priority, bytes, reads);
+            self.release_locked(state, request.priority, bytes, reads, false);
             return Issue::Skipped;
         }
         if progress.issued[index] {
@@ -557,6 +709,14 @@ impl Inner {
             state.reserved_priorities.first_key_value().is_none_or(|(lowest, _)| request.priority <= *lowest);
         if !fits && !most_urgent && !urgent {
             return Issue::HeldBack;
+        }
+        if let Some(budget) = &self.budget {
+            let waiter: Arc<dyn BudgetWaiter> = self.clone();
+            match budget.try_issue(len, most_urgent || urgent, &waiter) {
+                Grant::Granted => {}
+                Grant::NoBytes => return Issue::HeldBack,
+                Grant::NoDepth => return Issue::NoDepth,
+            }
         }
         if !fits {
             self.counters.bypassed_reads.fetch_add(1, Ordering::Relaxed);
@@ -612,6 +772,7 @@ impl Inner {
                         let results = std::mem::take(&mut progress.results);
                         let reservation = Reservation {
                             scheduler: Arc::downgrade(self),
+                            budget: self.budget.clone(),
                             priority: request.priority,
                             bytes: std::mem::take(&mut progress.reserved_bytes),
                             reads: std::mem::take(&mut progress.reserved_reads),
@@ -644,22 +805,24 @@ impl Inner {
         let mut state = self.lock_state();
         state.in_flight -= 1;
         state.depth.on_complete(read_bytes, throttles, std::time::Instant::now());
-        if let Some((bytes, reads)) = to_release {
-            release_locked(&mut state, request.priority, bytes, reads);
-        }
+        let (bytes, reads) = to_release.unwrap_or((0, 0));
+        self.release_locked(&mut state, request.priority, bytes, reads, true);
         self.dispatch_locked(&mut state);
         unlock(state);
     }
 }
 
 /// What became of a read the dispatcher looked at.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Issue {
     /// Issued now.
     Issued,
     /// Nothing to do: issued earlier, or its request was abandoned.
     Skipped,
-    /// Held back by the byte budget.
+    /// Held back by the byte budget (its own or the shared one).
     HeldBack,
+    /// Held back, as every read is, until a read of the shared budget completes.
+    NoDepth,
 }
 
 fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
@@ -862,6 +1025,75 @@ mod tests {
         finished
             .recv_timeout(std::time::Duration::from_secs(30))
             .expect("the scenario failed (its panic is printed above) or the scheduler deadlocked");
+    }
+
+    /// Two reads sharing a budget: one's release wakes the other, held back by bytes the
+    /// first held (the wake-up crosses schedulers), and the shared depth caps both together.
+    #[tokio::test]
+    async fn a_shared_budget_holds_reads_of_others_and_their_releases_wake_them() {
+        let reader = gated(1000);
+        reader.gate.add_permits(1000);
+        let budget = IoBudget::new(ByteCount(100), None);
+        let options = IoOptions { depth: DEPTH_8, buffer: ByteCount(1000), ..OPTS };
+        let a = IoScheduler::with_budget(reader.clone(), options, Some(budget.clone()));
+        let b = IoScheduler::with_budget(reader.clone(), options, Some(budget.clone()));
+        let holder =
+            |h: &ReservationHolder, range, priority| IoRequest { holder: Some(h.clone()), ..request(range, priority) };
+        let (held_a, held_b) = (ReservationHolder::new(), ReservationHolder::new());
+        a.submit(holder(&held_a, 0..80, 10)).await.unwrap();
+        b.submit(holder(&held_b, 100..110, 1)).await.unwrap();
+        assert_eq!(budget.stats().reserved_bytes, 90);
+        // B's next read fits its own buffer but not the shared one, and is not B's most urgent.
+        let waiting = b.submit(holder(&held_b, 200..250, 20));
+        tokio::task::yield_now().await;
+        assert_eq!(reader.started.lock().unwrap().len(), 2);
+        // A gives its bytes back: B is woken and reads.
+        drop(held_a);
+        assert_eq!(a.reserved_bytes(), 0);
+        waiting.await.unwrap();
+        assert_eq!(budget.stats().reserved_bytes, 60);
+        // Each read's own bypass passes the shared budget: A's read while A holds nothing, and
+        // B's read at B's lowest priority.
+        let c = ReservationHolder::new();
+        a.submit(holder(&c, 300..390, 30)).await.unwrap();
+        b.submit(request(400..450, 1)).await.unwrap();
+        assert_eq!(budget.stats().bypassed_reads, 2);
+        drop((held_b, c));
+        assert_eq!(budget.stats().reserved_bytes, 0);
+        assert!(budget.stats().peak_reserved_bytes <= 200, "{:?}", budget.stats());
+    }
+
+    #[tokio::test]
+    async fn a_shared_depth_caps_the_reads_in_flight_of_every_read() {
+        let reader = gated(1000);
+        let budget = IoBudget::new(ByteCount(1000), NonZeroUsize::new(2));
+        let options = IoOptions { depth: DEPTH_8, buffer: ByteCount(1000), ..OPTS };
+        let schedulers: Vec<IoScheduler> =
+            (0..3).map(|_| IoScheduler::with_budget(reader.clone(), options, Some(budget.clone()))).collect();
+        let mut futures = Vec::new();
+        for (i, scheduler) in schedulers.iter().enumerate() {
+            for j in 0..4u64 {
+                let start = (i as u64 * 4 + j) * 10;
+                futures.push(scheduler.submit(request(start..start + 10, j)));
+            }
+        }
+        tokio::task::yield_now().await;
+        assert_eq!(reader.started.lock().unwrap().len(), 2);
+        // Each completion lets exactly one more read start, whichever read it belongs to.
+        for done in 1..=10 {
+            reader.gate.add_permits(1);
+            while reader.started.lock().unwrap().len() < (2 + done).min(12) || reader.active.load(Ordering::SeqCst) > 2
+            {
+                tokio::task::yield_now().await;
+            }
+            assert!(budget.stats().in_flight <= 2);
+        }
+        reader.gate.add_permits(2);
+        for future in futures {
+            future.await.unwrap();
+        }
+        let stats = budget.stats();
+        assert_eq!((stats.peak_in_flight, stats.reads, stats.in_flight), (2, 12, 0));
     }
 
     #[test]

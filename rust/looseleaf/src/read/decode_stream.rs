@@ -1,78 +1,90 @@
-//! The decode loop: [`DecodeBatchStream`] waits for the rows of each batch, then hands out the
-//! task that decodes it; [`DecodeBatchStream::into_stream`] runs those tasks in parallel and
-//! yields the batches in row order.
+//! The decode loop: [`DecodeBatchStream`] waits for the rows of each step of the read's
+//! [`BatchPlan`], then hands out the task that decodes it; [`DecodeBatchStream::into_stream`]
+//! runs those tasks in parallel and yields the batches in row order.
 //!
 //! # Invariants
 //! - Batches come out in row order whatever the decode parallelism (`buffered`, not
 //!   `buffer_unordered`).
-//! - All fields of a batch wait together, so every page the batch needs is taken out of the I/O
+//! - All fields of a step wait together, so every page the step needs is taken out of the I/O
 //!   buffer as soon as it is loaded: what makes the I/O scheduler's priority bypass sufficient.
-//! - Batch size is unrelated to page size: a page is decoded in as many pieces as batches need.
+//! - A step's pages fit in its share of the I/O buffer unless one row's pages do not (see
+//!   [`BatchPlan`]); the steps of one output batch are put back together, so batches keep the
+//!   size asked for whatever the steps.
+//! - Batch size is unrelated to page size: a page is decoded in as many pieces as steps need.
 
 use std::num::NonZeroUsize;
 use std::sync::Arc;
 
-use arrow_array::{RecordBatch, RecordBatchOptions};
-use arrow_schema::SchemaRef;
+use arrow_array::{Array, ArrayRef, RecordBatch, RecordBatchOptions, UInt32Array};
+use arrow_schema::{DataType, SchemaRef};
 use futures::stream::BoxStream;
 use futures::{StreamExt, TryFutureExt};
 
 use std::time::Instant;
 
+use super::batch_plan::BatchPlan;
 use super::field_decoder::{DecodeTask, FieldDecoder};
 use super::metrics::ReadMetrics;
+use crate::encodings::logical::dictionary::concat_dictionaries;
 use crate::error::{Error, Result};
 
-/// The decode loop: waits for the rows of each batch, then hands out the task that decodes it.
+/// The decode loop: waits for the rows of each step, then hands out the task that decodes it.
 ///
-/// [`DecodeBatchStream::into_stream`] runs the tasks of up to `parallelism` consecutive batches
+/// [`DecodeBatchStream::into_stream`] runs the tasks of up to `parallelism` consecutive steps
 /// at once on the runtime and yields their batches in row order.
 pub struct DecodeBatchStream {
     schema: SchemaRef,
     fields: Vec<Box<dyn FieldDecoder>>,
-    rows_remaining: u64,
-    batch_size: u64,
+    plan: BatchPlan,
     failed: bool,
     metrics: Arc<ReadMetrics>,
 }
 
 impl DecodeBatchStream {
-    /// A stream of `num_rows` rows of `schema`, in batches of `batch_size` rows (the last may be
-    /// shorter), from one decoder per field of `schema`.
+    /// A stream of the rows of `plan`'s steps, of `schema`, from one decoder per field of
+    /// `schema`.
     pub fn new(
+        schema: SchemaRef,
+        fields: Vec<Box<dyn FieldDecoder>>,
+        plan: BatchPlan,
+        metrics: Arc<ReadMetrics>,
+    ) -> Self {
+        Self { schema, fields, plan, failed: false, metrics }
+    }
+
+    /// A stream of `num_rows` rows in batches of `batch_size` rows (the last may be shorter),
+    /// each one step.
+    pub fn uniform(
         schema: SchemaRef,
         fields: Vec<Box<dyn FieldDecoder>>,
         num_rows: u64,
         batch_size: NonZeroUsize,
         metrics: Arc<ReadMetrics>,
     ) -> Self {
-        let batch_size = batch_size.get() as u64;
-        Self { schema, fields, rows_remaining: num_rows, batch_size, failed: false, metrics }
+        Self::new(schema, fields, BatchPlan::uniform(num_rows, batch_size.get() as u64), metrics)
     }
 
-    /// Waits until the rows of the next batch are loaded and returns the task that decodes it,
+    /// Waits until the rows of the next step are loaded and returns the task that decodes it,
     /// or `None` when all rows have been handed out (or after an error).
     pub async fn next_task(&mut self) -> Option<Result<BatchDecodeTask>> {
-        if self.rows_remaining == 0 || self.failed {
+        if self.failed {
             return None;
         }
-        let num_rows = self.rows_remaining.min(self.batch_size);
-        // All fields wait together, so that every page the batch needs leaves the I/O budget
+        let step = self.plan.next_step()?;
+        // All fields wait together, so that every page the step needs leaves the I/O budget
         // as soon as it is loaded (see `IoScheduler`: this is what makes the bypass sufficient).
         let started = Instant::now();
-        let waits = self.fields.iter_mut().map(|f| f.next_batch(num_rows));
+        let waits = self.fields.iter_mut().map(|f| f.next_batch(step.rows));
         let result = futures::future::try_join_all(waits).await;
         self.metrics.add_waiting(started.elapsed());
         match result {
-            Ok(tasks) => {
-                self.rows_remaining -= num_rows;
-                Some(Ok(BatchDecodeTask {
-                    schema: self.schema.clone(),
-                    num_rows,
-                    tasks,
-                    metrics: self.metrics.clone(),
-                }))
-            }
+            Ok(tasks) => Some(Ok(BatchDecodeTask {
+                schema: self.schema.clone(),
+                num_rows: step.rows,
+                ends_batch: step.ends_batch,
+                tasks,
+                metrics: self.metrics.clone(),
+            })),
             Err(e) => {
                 self.failed = true;
                 Some(Err(e))
@@ -80,38 +92,127 @@ impl DecodeBatchStream {
         }
     }
 
-    /// The batches, decoded by up to `parallelism` tasks at once on `runtime`, in order.
-    pub fn into_stream(
+    /// The decoded steps, by up to `parallelism` tasks at once on `runtime`, in order: each
+    /// step's batch, and whether it completes an output batch.
+    pub fn into_steps(
         self,
         parallelism: NonZeroUsize,
         runtime: tokio::runtime::Handle,
-    ) -> BoxStream<'static, Result<RecordBatch>> {
+    ) -> BoxStream<'static, Result<(RecordBatch, bool)>> {
         futures::stream::unfold(self, |mut stream| async move { stream.next_task().await.map(|task| (task, stream)) })
             .map(move |task| {
                 let runtime = runtime.clone();
                 async move {
                     let task = task?;
-                    runtime
+                    let ends_batch = task.ends_batch;
+                    let batch = runtime
                         .spawn(async move { task.run() })
                         .map_err(|e| Error::internal(format!("a decode task failed: {e}")))
-                        .await?
+                        .await??;
+                    Ok((batch, ends_batch))
                 }
             })
             .buffered(parallelism.get())
             .boxed()
     }
+
+    /// The batches, decoded by up to `parallelism` tasks at once on `runtime`, in order: the
+    /// steps of each batch put back together.
+    pub fn into_stream(
+        self,
+        parallelism: NonZeroUsize,
+        runtime: tokio::runtime::Handle,
+    ) -> BoxStream<'static, Result<RecordBatch>> {
+        let schema = self.schema.clone();
+        let steps = self.into_steps(parallelism, runtime);
+        futures::stream::unfold((steps, Vec::new()), move |(mut steps, mut pending)| {
+            let schema = schema.clone();
+            async move {
+                loop {
+                    let (batch, ends_batch) = match steps.next().await? {
+                        Ok(step) => step,
+                        Err(e) => return Some((Err(e), (steps, Vec::new()))),
+                    };
+                    if !ends_batch {
+                        // Held until the batch's last step is decoded: copied, so that it does
+                        // not keep the pages it was cut from alive meanwhile.
+                        match compact(&batch) {
+                            Ok(batch) => pending.push(batch),
+                            Err(e) => return Some((Err(e), (steps, Vec::new()))),
+                        }
+                        continue;
+                    }
+                    if pending.is_empty() {
+                        return Some((Ok(batch), (steps, pending)));
+                    }
+                    pending.push(batch);
+                    let joined = concat_steps(&schema, &pending);
+                    pending.clear();
+                    return Some((joined, (steps, pending)));
+                }
+            }
+        })
+        .boxed()
+    }
 }
 
-/// Decodes the fields of one batch.
+/// A copy of `batch` in buffers of its own. A decoded batch may share the memory of the pages
+/// it was cut from (a slice of a page needs no copy); one that is kept while more pages are
+/// read (a step waiting for the rest of its batch, the rows of a `take`) is copied, so that
+/// its pages are freed when their reservation of the I/O buffer ends. (Dictionary values stay
+/// shared: a page's dictionary is small next to its keys, and serves every step of the page.)
+///
+/// # Errors
+/// Arrow's, which it has no reason to give for arrays the reader made.
+pub fn compact(batch: &RecordBatch) -> Result<RecordBatch> {
+    let all = UInt32Array::from_iter_values(0..u32::try_from(batch.num_rows()).unwrap_or(u32::MAX));
+    if all.len() < batch.num_rows() {
+        return Ok(batch.clone());
+    }
+    Ok(arrow_select::take::take_record_batch(batch, &all)?)
+}
+
+/// Concatenates the steps of one read of `schema`: dictionary columns keep one copy of each
+/// value their rows use (steps of different pages carry different dictionaries, and Arrow's
+/// concatenation would keep all their values, past what the keys chosen for the read index).
+///
+/// # Errors
+/// Arrow's, as for [`compact`].
+pub fn concat_steps(schema: &SchemaRef, steps: &[RecordBatch]) -> Result<RecordBatch> {
+    let columns = schema
+        .fields()
+        .iter()
+        .enumerate()
+        .map(|(i, field)| {
+            let arrays: Vec<ArrayRef> = steps.iter().map(|step| step.column(i).clone()).collect();
+            match field.data_type() {
+                DataType::Dictionary(..) if arrays.len() > 1 => concat_dictionaries(&arrays, field.data_type()),
+                _ => {
+                    let arrays: Vec<&dyn Array> = arrays.iter().map(|a| a.as_ref()).collect();
+                    match arrays.as_slice() {
+                        [] => Ok(arrow_array::new_empty_array(field.data_type())),
+                        _ => Ok(arrow_select::concat::concat(&arrays)?),
+                    }
+                }
+            }
+        })
+        .collect::<Result<Vec<_>>>()?;
+    let rows = steps.iter().map(|s| s.num_rows()).sum();
+    let options = RecordBatchOptions::new().with_row_count(Some(rows));
+    Ok(RecordBatch::try_new_with_options(schema.clone(), columns, &options)?)
+}
+
+/// Decodes the fields of one step.
 pub struct BatchDecodeTask {
     schema: SchemaRef,
     num_rows: u64,
+    ends_batch: bool,
     tasks: Vec<DecodeTask>,
     metrics: Arc<ReadMetrics>,
 }
 
 impl BatchDecodeTask {
-    /// Runs the field tasks and assembles the batch.
+    /// Runs the field tasks and assembles the step's batch.
     pub fn run(self) -> Result<RecordBatch> {
         let started = Instant::now();
         let columns = self.tasks.into_iter().map(|task| task()).collect::<Result<Vec<_>>>();

@@ -24,6 +24,7 @@
 //!
 //! `docs/architecture.md` follows one page through all of them.
 
+pub mod batch_plan;
 pub mod decode_stream;
 pub mod field_decoder;
 pub mod field_scheduler;

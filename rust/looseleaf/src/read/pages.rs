@@ -11,6 +11,7 @@
 //! [`ReadContext`] is what both sides of one read share: the file's name for errors, the first
 //! scheduling error, and the read's timings.
 
+use std::sync::atomic::AtomicUsize;
 use std::sync::{Arc, Mutex, OnceLock};
 
 use arrow_schema::{DataType, FieldRef};
@@ -34,6 +35,9 @@ pub struct ReadContext {
     pub metrics: Arc<ReadMetrics>,
     /// Whether page buffers read whole are verified against their checksums.
     pub verify_checksums: bool,
+    /// How many decoders wait for a page the scheduling loop has not sent yet: while one
+    /// does, the loop does not wait for room in the I/O queue.
+    pub starving: Arc<AtomicUsize>,
 }
 
 impl ReadContext {
@@ -44,6 +48,7 @@ impl ReadContext {
             scheduling_error: Arc::new(OnceLock::new()),
             metrics: Arc::default(),
             verify_checksums,
+            starving: Arc::default(),
         }
     }
 

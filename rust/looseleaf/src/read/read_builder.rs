@@ -17,7 +17,8 @@ use arrow_schema::{DataType, FieldRef, Schema, SchemaRef};
 use futures::stream::BoxStream;
 use futures::{Stream, StreamExt, TryStreamExt};
 
-use super::decode_stream::DecodeBatchStream;
+use super::batch_plan::{BatchPlan, column_spans};
+use super::decode_stream::{DecodeBatchStream, compact, concat_steps};
 use super::field_decoder::field_decoder;
 use super::field_scheduler::RowPriority;
 use super::file_reader::FileReader;
@@ -27,7 +28,7 @@ use super::scheduling_loop::{ColumnJob, run_scheduling_loop};
 use super::selection::RowSelection;
 use crate::error::{Result, bail, ensure};
 use crate::format::schema::Layout;
-use crate::io::{EncodingsIo, IoOptions, IoPlan, IoScheduler, IoStats, PlanningIo};
+use crate::io::{EncodingsIo, IoBudget, IoOptions, IoPlan, IoScheduler, IoStats, PlanningIo};
 use crate::options::{DEFAULT_BATCH_BYTES, DEFAULT_BATCH_SIZE, ReadOptions};
 
 /// Which rows a read wants, as given (checked against the file when the read starts).
@@ -118,6 +119,13 @@ impl ReadBuilder {
         Self { io: Some(io), ..self }
     }
 
+    /// Shares `budget` (bytes and reads in flight) with the other reads given it, on top of
+    /// this read's own buffer and depth; see [`ReadOptions::io_budget`].
+    pub fn with_io_budget(mut self, budget: IoBudget) -> Self {
+        self.options.io_budget = Some(budget);
+        self
+    }
+
     /// The options of the read: its own, then the reader's.
     fn resolved_options(&self) -> ReadOptions {
         self.options.or(self.file.options())
@@ -173,7 +181,8 @@ impl ReadBuilder {
             file.schema().metadata().clone(),
         ));
         let (schedulers, row_bytes) = file.field_schedulers(&fields).await?;
-        let context = ReadContext::new(file.location(), options.verify_checksums.unwrap_or(crate::format::VERIFY_CHECKSUMS));
+        let context =
+            ReadContext::new(file.location(), options.verify_checksums.unwrap_or(crate::format::VERIFY_CHECKSUMS));
         let top_level = Arc::new(RowPriority::TopLevel);
         let mut jobs = Vec::new();
         let mut decoders = Vec::new();
@@ -183,11 +192,21 @@ impl ReadBuilder {
             decoders.push(field_decoder(pages, &context));
         }
         let batch_size = options.batch_size.unwrap_or_else(|| default_batch_size(row_bytes));
-        let stream =
-            DecodeBatchStream::new(schema.clone(), decoders, selection.num_rows(), batch_size, context.metrics.clone());
         let parallelism = options
             .decode_parallelism
             .unwrap_or_else(|| std::thread::available_parallelism().unwrap_or(NonZeroUsize::MIN));
+        // Each step's pages get an equal share of the buffer with the steps decoded meanwhile,
+        // so that the pages the decoders wait for fit in it (see `BatchPlan`): the read's own
+        // buffer, or its share of a shared budget (among the reads using it) if smaller.
+        let buffer = self.io_options().buffer.get();
+        let buffer = options
+            .shared_budget()
+            .map_or(buffer, |shared| buffer.min(shared.bytes().get() / (shared.active_reads() as u64 + 1)));
+        let allowance = buffer / (parallelism.get() as u64 + 1);
+        let columns: Vec<u32> = fields.iter().flat_map(|f| f.columns()).collect();
+        let spans = column_spans(&fields, &file.load_columns(&columns).await?);
+        let plan = BatchPlan::cut(&selection, &spans, batch_size.get() as u64, allowance);
+        let stream = DecodeBatchStream::new(schema.clone(), decoders, plan, context.metrics.clone());
         Ok(StartedRead { schema, jobs, stream, context, parallelism })
     }
 
@@ -199,9 +218,16 @@ impl ReadBuilder {
     /// [`Error::InvalidArgument`](crate::Error::InvalidArgument) for rows out of range or an
     /// unknown column; errors of the file's metadata; each names the file.
     pub async fn stream(self) -> Result<RecordBatchStream> {
+        self.launch(true).await
+    }
+
+    /// Starts the read: its batches put back together from the steps of its plan if
+    /// `whole_batches`, else each step as a batch of its own.
+    async fn launch(self, whole_batches: bool) -> Result<RecordBatchStream> {
         let location = self.file.location().to_string();
         let started = self.start().await.map_err(|e| e.with_location(&location))?;
-        let io = IoScheduler::new(self.file.range_reader().clone(), self.io_options());
+        let budget = self.resolved_options().shared_budget();
+        let io = IoScheduler::with_budget(self.file.range_reader().clone(), self.io_options(), budget);
         let io_dyn: Arc<dyn EncodingsIo> = Arc::new(io.clone());
         let StartedRead { schema, jobs, stream, context, parallelism } = started;
         let metrics = context.metrics.clone();
@@ -210,16 +236,21 @@ impl ReadBuilder {
         tokio::task::spawn_blocking(move || run_scheduling_loop(jobs, &io_dyn, &context));
         // Assembling a batch can fail on what the file says (a field declared non-nullable
         // whose pages hold nulls): such errors name the file too.
-        let batches = stream
-            .into_stream(parallelism, tokio::runtime::Handle::current())
-            .map_err(move |e| e.with_location(&location))
-            .boxed();
+        let runtime = tokio::runtime::Handle::current();
+        let batches = if whole_batches {
+            stream.into_stream(parallelism, runtime)
+        } else {
+            stream.into_steps(parallelism, runtime).map_ok(|(batch, _)| batch).boxed()
+        };
+        let batches = batches.map_err(move |e| e.with_location(&location)).boxed();
         Ok(RecordBatchStream { schema, batches, io, metrics })
     }
 
     /// Reads the rows at `indices` (any order, repeats allowed) and returns them in that order,
-    /// as one batch: the sorted, distinct rows are read once, in batches of the read's batch
-    /// size (so that a take, too, keeps to the I/O buffer), then put together and reordered.
+    /// as one batch: the sorted, distinct rows are read once, in steps of at most the read's
+    /// batch size whose pages fit in a share of the I/O buffer (so that a take, too, keeps to
+    /// the buffer however many rows and columns it reads; see
+    /// [`BatchPlan`](super::batch_plan::BatchPlan)), then put together and reordered.
     ///
     /// # Errors
     /// As [`stream`](Self::stream); an index out of range is an
@@ -228,10 +259,19 @@ impl ReadBuilder {
         let location = self.file.location().to_string();
         let selection =
             RowSelection::try_from_indices(indices, self.file.num_rows()).map_err(|e| e.with_location(&location))?;
-        let mut stream = self.with_selection(selection).stream().await?;
+        let mut stream = self.with_selection(selection).launch(false).await?;
         let schema = stream.schema().clone();
-        let batches: Vec<RecordBatch> = (&mut stream).try_collect().await?;
-        let batch = arrow_select::concat::concat_batches(&schema, &batches)?;
+        // Each step is copied as it comes (see `compact`): kept until the last, it would keep
+        // its pages alive past their reservation of the I/O buffer.
+        let mut steps = Vec::new();
+        while let Some(step) = stream.next().await {
+            steps.push(compact(&step?)?);
+        }
+        let batch = match steps.as_slice() {
+            [one] => one.clone(),
+            _ => concat_steps(&schema, &steps)?,
+        };
+        drop(steps);
         let mut sorted = indices.to_vec();
         sorted.sort_unstable();
         sorted.dedup();

@@ -9,9 +9,11 @@
 //! order of the design: `C0P0 C1P0 C1P1 C1P2 C0P1 ...`.
 //!
 //! # Invariants
-//! - The loop never awaits: jobs submit requests and send unpolled futures on. A long pass over
-//!   a large file therefore runs on a blocking thread, not a runtime worker (see
-//!   [`ReadBuilder::stream`](crate::ReadBuilder::stream)).
+//! - The loop never awaits I/O: jobs submit requests and send unpolled futures on. It runs on a
+//!   blocking thread, not a runtime worker (see [`ReadBuilder::stream`](crate::ReadBuilder::stream)),
+//!   where it may block between pages while the I/O queue is full
+//!   ([`EncodingsIo::wait_for_room`]): so it stays a bounded queue ahead of the reads, and the
+//!   memory of a read does not grow with the file.
 //! - Requests are submitted in priority order (ties: the job listed first, the schema's column
 //!   order), so an I/O scheduler that issues them in submission order among equal priorities
 //!   reads in the ideal order.
@@ -44,8 +46,11 @@ pub fn run_scheduling_loop(
     context: &ReadContext,
 ) -> Result<()> {
     let started = std::time::Instant::now();
-    let result = schedule_all(&mut jobs, io);
-    context.metrics.add_scheduling(started.elapsed());
+    let mut waited = std::time::Duration::ZERO;
+    let starving = context.starving.clone();
+    let starving = move || starving.load(std::sync::atomic::Ordering::SeqCst) > 0;
+    let result = schedule_jobs(&mut jobs, io, Some((&mut waited, &starving)));
+    context.metrics.add_scheduling(started.elapsed().saturating_sub(waited));
     if let Err(e) = &result {
         let _ = context.scheduling_error.set(e.clone().with_location(&context.location));
     }
@@ -55,10 +60,29 @@ pub fn run_scheduling_loop(
 
 /// Schedules every page of `jobs`, lowest top-level row first: the body of the scheduling loop,
 /// also run by the indirect step of a page of lists for the items it found.
+///
+/// It never waits (it may run inside a runtime task); only the top level of the loop waits for
+/// room in the I/O queue ([`EncodingsIo::wait_for_room`]), between pages, when every page
+/// scheduled so far has been delivered to its decoder.
 pub fn schedule_all(jobs: &mut [Box<dyn ColumnJob>], io: &Arc<dyn EncodingsIo>) -> Result<()> {
+    schedule_jobs(jobs, io, None)
+}
+
+/// [`schedule_all`], waiting for room in the I/O queue before each page if `wait` is given:
+/// the time spent waiting is added to it, and its function says whether a decoder starves.
+fn schedule_jobs(
+    jobs: &mut [Box<dyn ColumnJob>],
+    io: &Arc<dyn EncodingsIo>,
+    mut wait: Option<(&mut std::time::Duration, &dyn Fn() -> bool)>,
+) -> Result<()> {
     let mut heap: BinaryHeap<Reverse<(Priority, usize)>> =
         jobs.iter().enumerate().filter_map(|(i, job)| job.next_priority().map(|p| Reverse((p, i)))).collect();
     while let Some(Reverse((_, index))) = heap.pop() {
+        if let Some((waited, starving)) = wait.as_mut() {
+            let started = std::time::Instant::now();
+            io.wait_for_room(*starving);
+            **waited += started.elapsed();
+        }
         let job = &mut jobs[index];
         job.schedule_next(io)?;
         if let Some(priority) = job.next_priority() {

@@ -20,6 +20,22 @@ impl LoadedPage for Box<dyn PageDecoder> {
     }
 }
 
+/// Counts a decoder in [`ReadContext::starving`] while it lives.
+struct Starving<'a>(&'a std::sync::atomic::AtomicUsize);
+
+impl<'a> Starving<'a> {
+    fn new(count: &'a std::sync::atomic::AtomicUsize) -> Self {
+        count.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        Self(count)
+    }
+}
+
+impl Drop for Starving<'_> {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, std::sync::atomic::Ordering::SeqCst);
+    }
+}
+
 /// A run of rows of one loaded page.
 pub struct PagePiece<T = Box<dyn PageDecoder>> {
     /// The loaded page.
@@ -81,7 +97,16 @@ impl<T: LoadedPage> PageQueue<T> {
     /// Not cancel safe: a page whose load was being awaited is lost if the future is dropped.
     pub async fn next_rows(&mut self, num_rows: u64) -> Result<Vec<PagePiece<T>>> {
         while self.queued_rows < num_rows {
-            match self.receiver.recv().await {
+            let page = match self.receiver.try_recv() {
+                Ok(page) => Some(page),
+                Err(_) => {
+                    // Counted as starving while it waits, so that the scheduling loop does not
+                    // wait for room in the I/O queue meanwhile (see `EncodingsIo::wait_for_room`).
+                    let _starving = Starving::new(&self.context.starving);
+                    self.receiver.recv().await
+                }
+            };
+            match page {
                 Some(page) => {
                     self.queued_rows += page.num_rows;
                     self.queue.push_back(QueuedPage {

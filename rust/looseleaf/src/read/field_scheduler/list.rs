@@ -33,6 +33,9 @@ use crate::io::{EncodingsIo, IndirectIo, Priority};
 use crate::read::pages::{FieldPages, ListItems, ListPage, PageSender, ScheduledPage, page_channel};
 use crate::read::scheduling_loop::{ColumnJob, schedule_all};
 
+/// The most pages of lists scheduled as one run of whole pages.
+const MAX_WHOLE_RUN: usize = 64;
+
 /// Schedules a list field: its offsets column and, through it, its items.
 pub struct ListFieldScheduler {
     field: FieldRef,
@@ -157,8 +160,13 @@ impl ListColumnJob {
             last_row = parent.priority(rows.end.saturating_sub(1)).0;
             let end = items.end;
             pages.push((rows.end - rows.start, items, offsets, page_io));
-            // The run's items must be one range: stop at a page not adjacent to this one.
-            if self.pages.peek_index().is_some_and(|next| column.page_items(next).start != end) {
+            // The run's items must be one range: stop at a page not adjacent to this one. A run
+            // is also scheduled at once, items and all: it stops after `MAX_WHOLE_RUN` pages, so
+            // that the scheduling loop stays a bounded distance ahead of the I/O (an item page
+            // straddling two runs is then read by each).
+            if pages.len() >= MAX_WHOLE_RUN
+                || self.pages.peek_index().is_some_and(|next| column.page_items(next).start != end)
+            {
                 break;
             }
         }
