@@ -1,7 +1,8 @@
 //! The situations in which readers of this design have hung (Lance's among them), each run
 //! under a timeout and checked against the data written: a budget smaller than one page, a
 //! budget of one byte, many requests at the same priority, list items that need indirect reads
-//! while the budget is full, many reads and many files at once, a slow consumer. A hang fails
+//! while the budget is full, many reads and many files at once, a slow consumer, reads sharing
+//! one budget of one byte (consumed one after the other, or at once). A hang fails
 //! the test (it never blocks the suite), wrong data fails it too.
 
 // Tests report failures by panicking.
@@ -18,9 +19,9 @@ use std::time::Duration;
 use arrow_array::RecordBatch;
 use arrow_schema::{DataType, Field, Schema, SchemaRef};
 use common::{NestedLimits, assert_batches_equal, random_nested_table, random_table, write_file};
-use futures::StreamExt;
+use futures::{StreamExt, TryStreamExt};
 use looseleaf::io::IoDepth;
-use looseleaf::{ByteCount, FileReader, IoOptions, ReadBuilder};
+use looseleaf::{ByteCount, FileReader, IoBudget, IoOptions, ReadBuilder};
 use rand::Rng;
 use rand::seq::SliceRandom;
 
@@ -186,4 +187,66 @@ async fn many_reads_and_many_files_at_once_finish() {
         }
     })
     .await;
+}
+
+/// Reads sharing one budget of one byte and a shared depth of one: eight streams started
+/// together and consumed one after the other (the streams not being consumed hold what they
+/// read meanwhile, which no other read may wait for), then sixteen scans, ranges and takes of
+/// nested data at once. Each finishes on its own bypass and urgency.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn reads_sharing_a_one_byte_budget_finish() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("shared-budget.leaf");
+    let table = Arc::new(nested_file(&path, 9, 2000).await);
+    let reader = Arc::new(FileReader::open_path(&path).await.unwrap());
+    let shared = IoBudget::new(ByteCount(1), Some(nz(1)));
+    let mut streams = Vec::new();
+    for _ in 0..8 {
+        let read = reader.read().with_batch_size(nz(100)).with_io_budget(shared.clone());
+        streams.push(read.stream().await.unwrap());
+    }
+    within("eight streams consumed in turn", async {
+        for mut stream in streams {
+            let schema = stream.schema().clone();
+            let batches: Vec<RecordBatch> = (&mut stream).try_collect().await.unwrap();
+            let all = arrow_select::concat::concat_batches(&schema, &batches).unwrap();
+            assert_batches_equal(&all, &table, "in turn");
+        }
+    })
+    .await;
+
+    let tasks: Vec<_> = (0..16u64)
+        .map(|i| {
+            let (reader, table, shared) = (reader.clone(), table.clone(), shared.clone());
+            tokio::spawn(async move {
+                let read = reader.read().with_io_budget(shared).with_io_options(budget(1 << 20, 4));
+                match i % 3 {
+                    0 => assert_batches_equal(&scan(read, i % 2 == 0).await, &table, "scan"),
+                    1 => {
+                        let start = i * 100;
+                        let read = read.with_row_range(start..start + 500);
+                        assert_batches_equal(&scan(read, false).await, &table.slice(start as usize, 500), "range");
+                    }
+                    _ => {
+                        let mut indices: Vec<u64> = (0..2000).step_by(7).collect();
+                        indices.shuffle(&mut common::rng(i));
+                        let taken = read.take(&indices).await.unwrap();
+                        let expected =
+                            arrow_select::take::take_record_batch(&table, &arrow_array::UInt64Array::from(indices))
+                                .unwrap();
+                        assert_batches_equal(&taken, &expected, "take");
+                    }
+                }
+            })
+        })
+        .collect();
+    within("sixteen reads sharing a budget of one byte", async {
+        for task in tasks {
+            task.await.unwrap();
+        }
+    })
+    .await;
+    let stats = shared.stats();
+    assert_eq!((stats.reserved_bytes, stats.in_flight), (0, 0), "{stats:?}");
+    assert_eq!(stats.peak_in_flight, 1, "{stats:?}");
 }
