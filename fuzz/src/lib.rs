@@ -235,7 +235,10 @@ async fn read_all_ways(data: Bytes) -> bool {
     drain(file.read(), None, all, "full scan").await;
     drain(file.read().with_options(tight(1)).with_batch_size(nz(1)), Some(1), all, "full scan, 1-byte budget").await;
     drain(
-        file.read().with_io_options(IoOptions::OBJECT_STORE).with_options(tight(4096)).with_batch_size(nz(7)),
+        file.read()
+            .with_io_options(IoOptions::OBJECT_STORE)
+            .with_options(ReadOptions { io_buffer: Some(ByteCount(4096)), ..ReadOptions::default() })
+            .with_batch_size(nz(7)),
         Some(7),
         all,
         "full scan, 4 KiB budget, object store settings",
