@@ -796,11 +796,8 @@ impl Inner {
         if let Some((holder, reservation)) = holder_to_fill {
             holder.add(reservation);
         }
-        // Sending may drop the delivery (and so take the state lock in `Reservation::drop`)
-        // when the consumer is gone: do it without holding any lock.
-        if let Some((sender, value)) = to_send {
-            let _ = sender.send(value);
-        }
+        // The read leaves the depth (its own and the shared budget's) before its bytes are
+        // delivered, so a consumer woken by them never sees the read still in flight.
         let throttles = self.reader.stats().throttled;
         let mut state = self.lock_state();
         state.in_flight -= 1;
@@ -809,6 +806,11 @@ impl Inner {
         self.release_locked(&mut state, request.priority, bytes, reads, true);
         self.dispatch_locked(&mut state);
         unlock(state);
+        // Sending may drop the delivery (and so take the state lock in `Reservation::drop`)
+        // when the consumer is gone: do it without holding any lock.
+        if let Some((sender, value)) = to_send {
+            let _ = sender.send(value);
+        }
     }
 }
 

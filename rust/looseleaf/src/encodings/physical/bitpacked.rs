@@ -18,7 +18,7 @@ use arrow_buffer::{Buffer, MutableBuffer};
 
 use super::PageContext;
 use super::binary::aligned;
-use super::integers::{BLOCK, block_bytes, blocks_for, read_int, unpack_blocks, write_int};
+use super::integers::{BLOCK, block_bytes, blocks_for, read_int, shared_block_spans, unpack_blocks, write_int};
 use crate::encodings::{DataBlock, FixedWidthBlock, PageDecoder, PageLoad, PageScheduler, SelectedRows, limits};
 use crate::error::{Error, Result, bail, ensure};
 use crate::format::proto::{BitpackedEncoding, BufferLocation};
@@ -176,15 +176,18 @@ impl PageDecoder for BitpackedDecoder {
                 num_values: num_rows,
             }));
         } else {
-            for piece in &pieces {
-                let (values, skip) = self.lane_values(piece)?;
-                let len = (piece.end - piece.start) as usize;
-                let lanes = &values.as_slice()[skip * layout.lane_bytes..(skip + len) * layout.lane_bytes];
-                if layout.value_bytes == layout.lane_bytes {
-                    out.extend_from_slice(lanes);
-                } else {
-                    // 16-byte values in 64-bit lanes: widen and add the reference.
-                    widen_into(lanes, layout.reference, &mut out);
+            for (span, members) in shared_block_spans(&pieces) {
+                let (values, skip) = self.lane_values(&span)?;
+                for piece in &pieces[members] {
+                    let at = skip + (piece.start - span.start) as usize;
+                    let len = (piece.end - piece.start) as usize;
+                    let lanes = &values.as_slice()[at * layout.lane_bytes..(at + len) * layout.lane_bytes];
+                    if layout.value_bytes == layout.lane_bytes {
+                        out.extend_from_slice(lanes);
+                    } else {
+                        // 16-byte values in 64-bit lanes: widen and add the reference.
+                        widen_into(lanes, layout.reference, &mut out);
+                    }
                 }
             }
         }

@@ -15,7 +15,7 @@ use arrow_buffer::{Buffer, MutableBuffer};
 
 use super::PageContext;
 use super::binary::aligned;
-use super::integers::{BLOCK, bits_needed, block_bytes, blocks_for, pack, unpack_blocks};
+use super::integers::{BLOCK, bits_needed, block_bytes, blocks_for, pack, shared_block_spans, unpack_blocks_mut};
 use crate::encodings::{DataBlock, FixedWidthBlock, PageDecoder, PageLoad, PageScheduler, SelectedRows, limits};
 use crate::error::{Result, bail, ensure};
 use crate::format::proto::{BufferLocation, DeltaEncoding};
@@ -95,7 +95,7 @@ struct DeltaDecoder {
 
 impl DeltaDecoder {
     /// The values of whole blocks covering page rows `rows`, and the offset of `rows.start`.
-    fn block_values(&self, rows: &Range<u64>) -> Result<(Vec<u8>, usize)> {
+    fn block_values(&self, rows: &Range<u64>) -> Result<(Buffer, usize)> {
         let w = self.value_bytes;
         let first = rows.start / BLOCK as u64;
         let last = rows.end.div_ceil(BLOCK as u64);
@@ -105,30 +105,26 @@ impl DeltaDecoder {
         };
         ensure!(blocks.start <= first && last <= blocks.end, internal, "rows span unloaded delta blocks");
         let count = (last - first) as usize;
-        let mut out = Vec::with_capacity(count * BLOCK * w);
-        let differences = if self.bit_width == 0 {
-            None
+        let skipped = (first - blocks.start) as usize;
+        let Some(bases) = bases.as_slice().get(skipped * w..(skipped + count) * w) else {
+            bail!(corrupt, "delta bases too short")
+        };
+        // The differences unpacked in place, then summed block by block from each base.
+        let mut values = if self.bit_width == 0 {
+            MutableBuffer::from_len_zeroed(count * BLOCK * w)
         } else {
             let block_len = block_bytes(self.bit_width) as usize;
-            let packed = deltas.slice_with_length((first - blocks.start) as usize * block_len, count * block_len);
-            Some(unpack_blocks(&packed, self.bit_width, w, 0)?)
+            let packed = deltas.slice_with_length(skipped * block_len, count * block_len);
+            unpack_blocks_mut(&packed, self.bit_width, w, 0)?
         };
         macro_rules! sum_blocks {
             ($t:ty) => {{
-                let zeros = [0 as $t; BLOCK];
-                for block in 0..count {
-                    let base_at = ((first - blocks.start) as usize + block) * w;
-                    let Some(base) = bases.as_slice().get(base_at..base_at + w) else {
-                        bail!(corrupt, "delta bases too short")
-                    };
+                let values = values.typed_data_mut::<$t>();
+                for (block, base) in values.chunks_exact_mut(BLOCK).zip(bases.chunks_exact(w)) {
                     let mut value = <$t>::from_le_bytes(base.try_into().unwrap_or_default());
-                    let deltas: &[$t] = match &differences {
-                        Some(d) => &d.typed_data::<$t>()[block * BLOCK..(block + 1) * BLOCK],
-                        None => &zeros,
-                    };
-                    for delta in deltas {
-                        value = value.wrapping_add(*delta);
-                        out.extend_from_slice(&value.to_le_bytes());
+                    for slot in block {
+                        value = value.wrapping_add(*slot);
+                        *slot = value;
                     }
                 }
             }};
@@ -139,7 +135,7 @@ impl DeltaDecoder {
             4 => sum_blocks!(u32),
             _ => sum_blocks!(u64),
         }
-        Ok((out, (rows.start - first * BLOCK as u64) as usize))
+        Ok((values.into(), (rows.start - first * BLOCK as u64) as usize))
     }
 }
 
@@ -151,10 +147,14 @@ impl PageDecoder for DeltaDecoder {
     fn decode(&self, rows_to_skip: u64, num_rows: u64) -> Result<DataBlock> {
         let w = self.value_bytes;
         let mut out = limits::try_buffer(limits::block_bytes(num_rows, w as u64, "delta values")?, "delta values")?;
-        for piece in self.rows.page_rows(rows_to_skip, num_rows)? {
-            let (values, skip) = self.block_values(&piece)?;
-            let len = (piece.end - piece.start) as usize;
-            out.extend_from_slice(&values[skip * w..(skip + len) * w]);
+        let pieces = self.rows.page_rows(rows_to_skip, num_rows)?;
+        for (span, members) in shared_block_spans(&pieces) {
+            let (values, skip) = self.block_values(&span)?;
+            for piece in &pieces[members] {
+                let at = skip + (piece.start - span.start) as usize;
+                let len = (piece.end - piece.start) as usize;
+                out.extend_from_slice(&values.as_slice()[at * w..(at + len) * w]);
+            }
         }
         Ok(DataBlock::FixedWidth(FixedWidthBlock {
             data: out.into(),

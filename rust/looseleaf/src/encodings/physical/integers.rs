@@ -58,6 +58,30 @@ pub fn blocks_for(ranges: &[Range<u64>]) -> Vec<Range<u64>> {
     out
 }
 
+/// Consecutive `pieces` (page row ranges, in order) gathered where they share a block: each item
+/// is the rows from the first piece's start to the last one's end and the indices of its pieces.
+///
+/// Decoders unpack whole blocks; a read of scattered rows (a `take`) has many single-row pieces
+/// per block, and unpacking each block once per group instead of once per piece saves up to
+/// 1024× the work.
+pub fn shared_block_spans(pieces: &[Range<u64>]) -> Vec<(Range<u64>, Range<usize>)> {
+    let mut out: Vec<(Range<u64>, Range<usize>)> = Vec::new();
+    for (i, piece) in pieces.iter().enumerate() {
+        match out.last_mut() {
+            // The last block of the span holds this piece's first row: unpack them together.
+            Some((span, members))
+                if piece.start >= span.start
+                    && piece.start / BLOCK as u64 <= span.end.saturating_sub(1) / BLOCK as u64 =>
+            {
+                span.end = span.end.max(piece.end);
+                members.end = i + 1;
+            }
+            _ => out.push((piece.clone(), i..i + 1)),
+        }
+    }
+    out
+}
+
 /// Packs `values` (any count; the last block padded with zeros) into blocks of `width` bits
 /// with lanes of `lane_bytes` bytes, returning the packed bytes.
 ///
@@ -103,6 +127,11 @@ pub fn pack(values: &[u64], width: u32, lane_bytes: usize) -> Result<Buffer> {
 /// [`crate::Error::Corrupt`] if `packed` is not a whole number of blocks, or is not aligned to
 /// the lane width (callers align buffers first).
 pub fn unpack_blocks(packed: &Buffer, width: u32, lane_bytes: usize, reference: u64) -> Result<Buffer> {
+    unpack_blocks_mut(packed, width, lane_bytes, reference).map(Buffer::from)
+}
+
+/// [`unpack_blocks`] into a buffer the caller may go on writing to.
+pub fn unpack_blocks_mut(packed: &Buffer, width: u32, lane_bytes: usize, reference: u64) -> Result<MutableBuffer> {
     ensure!(width as usize <= lane_bytes * 8, corrupt, "bit width {width} exceeds {lane_bytes}-byte lanes");
     let block_len = block_bytes(width) as usize;
     ensure!(block_len > 0, internal, "unpacking blocks of width 0");
@@ -134,12 +163,24 @@ pub fn unpack_blocks(packed: &Buffer, width: u32, lane_bytes: usize, reference: 
         8 => unpack_lanes!(u64),
         other => bail!(corrupt, "lanes of {other} bytes"),
     }
-    Ok(out.into())
+    Ok(out)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn pieces_sharing_a_block_are_unpacked_together() {
+        let pieces = [3..4, 10..12, 1023..1025, 1500..1501, 2048..2049, 5000..5001, 5001..5002];
+        let spans = shared_block_spans(&pieces);
+        assert_eq!(spans, vec![(3..1501, 0..4), (2048..2049, 4..5), (5000..5002, 5..7)]);
+        // Every piece lies within its span, and every span covers whole blocks once.
+        for (span, members) in &spans {
+            assert!(pieces[members.clone()].iter().all(|p| span.start <= p.start && p.end <= span.end));
+        }
+        assert!(shared_block_spans(&[]).is_empty());
+    }
 
     #[test]
     fn ints_read_and_write_with_sign() {
