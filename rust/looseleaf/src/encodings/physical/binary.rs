@@ -116,15 +116,20 @@ impl PageScheduler for BinaryScheduler {
         let step = async move {
             let result = async {
                 let decoder = offsets_loaded.await?;
+                // One decode for every range: the offsets' decoder unpacks each block it holds
+                // once, not once per range (a take asks for two offsets per row).
+                let DataBlock::FixedWidth(block) = decoder.decode(0, decoder.num_rows())? else {
+                    bail!(corrupt, "binary offsets do not decode to integers")
+                };
+                ensure!(block.bits_per_value == w * 8, corrupt, "binary offsets of the wrong width");
+                let all = block.data.as_slice();
                 let mut offsets = Vec::with_capacity(lengths.len());
-                let mut skip = 0;
+                let mut at = 0usize;
                 for len in lengths {
-                    let DataBlock::FixedWidth(block) = decoder.decode(skip, len)? else {
-                        bail!(corrupt, "binary offsets do not decode to integers")
-                    };
-                    ensure!(block.bits_per_value == w * 8, corrupt, "binary offsets of the wrong width");
-                    offsets.push(parse_offsets(block.data.as_slice(), w, data.size)?);
-                    skip += len;
+                    let bytes = (len * w) as usize;
+                    let Some(range) = all.get(at..at + bytes) else { bail!(corrupt, "binary offsets decoded short") };
+                    offsets.push(parse_offsets(range, w, data.size)?);
+                    at += bytes;
                 }
                 let data_ranges = offsets
                     .iter()
@@ -220,22 +225,21 @@ impl PageDecoder for BinaryDecoder {
                     .into_iter()
                     .map(|(range, skip, len)| (ranges[range].start + skip, len))
                     .collect();
-                let (Some(first), Some(last)) = (pieces.first(), pieces.last()) else {
+                if pieces.is_empty() {
                     return slice_rows(page, 0, 0);
-                };
-                // Many small pieces close together (a take): their offsets decoded at once, when
-                // the span holding them is at most a few times their rows.
-                let span = first.0..last.0 + last.1;
-                let covering = (span.end - span.start <= (4 * num_rows).max(1024))
-                    .then(|| slice_rows(page, span.start, span.end - span.start))
-                    .transpose()?;
-                let blocks = pieces
-                    .iter()
-                    .map(|&(start, len)| match &covering {
-                        Some(DataBlock::VariableWidth(block)) => Ok(sub_block(block, start - span.start, len)),
-                        _ => slice_rows(page, start, len),
-                    })
-                    .collect::<Result<Vec<_>>>()?;
+                }
+                // Small pieces close together (a take): the offsets of each cluster decoded at
+                // once, where the span holding it is at most a few times its rows (so a page
+                // claiming many rows for few bytes cannot make this decode more than asked).
+                let mut blocks = Vec::with_capacity(pieces.len());
+                for cluster in clusters(&pieces) {
+                    let span = cluster[0].0..cluster[cluster.len() - 1].0 + cluster[cluster.len() - 1].1;
+                    match slice_rows(page, span.start, span.end - span.start)? {
+                        DataBlock::VariableWidth(covering) => blocks
+                            .extend(cluster.iter().map(|&(start, len)| sub_block(&covering, start - span.start, len))),
+                        other => blocks.push(other),
+                    }
+                }
                 DataBlock::concat(blocks)
             }
             Self::Whole { page, selection: None } => slice_rows(page, rows_to_skip, num_rows),
@@ -264,6 +268,32 @@ impl PageDecoder for BinaryDecoder {
         }
     }
 }
+
+/// `pieces` (page row, length) split into ascending runs whose span is at most a few times the
+/// rows they hold (and at most [`CLUSTER_MIN_SPAN`] rows otherwise), each decoded in one go.
+fn clusters(pieces: &[(u64, u64)]) -> Vec<&[(u64, u64)]> {
+    let mut out = Vec::new();
+    let mut begin = 0;
+    let mut rows = 0;
+    let mut end = 0;
+    for (i, &(start, len)) in pieces.iter().enumerate() {
+        let span = (start + len).saturating_sub(pieces[begin].0);
+        if i > begin && (start < end || span > (4 * (rows + len)).max(CLUSTER_MIN_SPAN)) {
+            out.push(&pieces[begin..i]);
+            begin = i;
+            rows = 0;
+        }
+        rows += len;
+        end = start + len;
+    }
+    if begin < pieces.len() {
+        out.push(&pieces[begin..]);
+    }
+    out
+}
+
+/// The span of rows decoded for a cluster of pieces however few rows it holds: two blocks.
+const CLUSTER_MIN_SPAN: u64 = 2048;
 
 /// Rows `start..start + len` of `block`, sharing its buffers.
 fn sub_block(block: &VariableWidthBlock, start: u64, len: u64) -> DataBlock {
@@ -294,4 +324,21 @@ fn slice_rows(page: &WholePage, start: u64, len: u64) -> Result<DataBlock> {
         data: page.data.clone(),
         num_values: len,
     }))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn clusters_keep_spans_near_their_rows() {
+        // Close single rows share a cluster up to the minimum span; a far row starts another.
+        let pieces = [(0, 1), (10, 1), (2000, 1), (2100, 1), (90_000, 5), (90_010, 4000)];
+        let spans: Vec<_> = clusters(&pieces).iter().map(|c| (c[0].0, c.len())).collect();
+        assert_eq!(spans, vec![(0, 3), (2100, 1), (90_000, 2)]);
+        // Pieces out of order are never spanned backwards.
+        let spans: Vec<_> = clusters(&[(50, 1), (10, 1)]).iter().map(|c| c.len()).collect();
+        assert_eq!(spans, vec![1, 1]);
+        assert!(clusters(&[]).is_empty());
+    }
 }
