@@ -552,22 +552,18 @@ impl VariableWidthBlock {
             }
             data.extend_from_slice(&part.data.as_slice()[first as usize..last as usize]);
         }
-        let end = offsets.last().copied().unwrap_or(0);
-        Ok(if end <= i32::MAX as u64 {
+        Ok(Self::from_offsets(offsets, data.into()))
+    }
+
+    /// A block of `offsets.len() - 1` values over `data`, with 32-bit offsets when they fit.
+    /// `offsets` must start at zero, never decrease and end within `data`.
+    pub fn from_offsets(offsets: Vec<u64>, data: Buffer) -> Self {
+        let num_values = offsets.len().saturating_sub(1) as u64;
+        if offsets.last().is_none_or(|end| *end <= i32::MAX as u64) {
             let narrow: Vec<u32> = offsets.iter().map(|o| *o as u32).collect();
-            VariableWidthBlock {
-                offsets: Buffer::from_vec(narrow),
-                bits_per_offset: 32,
-                data: data.into(),
-                num_values: total_values,
-            }
+            Self { offsets: Buffer::from_vec(narrow), bits_per_offset: 32, data, num_values }
         } else {
-            VariableWidthBlock {
-                offsets: Buffer::from_vec(offsets),
-                bits_per_offset: 64,
-                data: data.into(),
-                num_values: total_values,
-            }
-        })
+            Self { offsets: Buffer::from_vec(offsets), bits_per_offset: 64, data, num_values }
+        }
     }
 }

@@ -244,26 +244,27 @@ impl PageDecoder for BinaryDecoder {
             }
             Self::Whole { page, selection: None } => slice_rows(page, rows_to_skip, num_rows),
             Self::Parts { parts, index } => {
-                let blocks = index
-                    .pieces(rows_to_skip, num_rows)?
-                    .into_iter()
-                    .map(|(range, skip, len)| {
-                        let (offsets, data) = &parts[range];
-                        let base = offsets.first().copied().unwrap_or(0);
-                        let Some(wanted) = offsets.get(skip as usize..=(skip + len) as usize) else {
-                            bail!(internal, "rows past the end of a binary range")
-                        };
-                        // Offsets were checked not to decrease, so none is below the base.
-                        let rebased: Vec<u64> = wanted.iter().map(|o| o - base).collect();
-                        Ok(VariableWidthBlock {
-                            offsets: Buffer::from_vec(rebased),
-                            bits_per_offset: 64,
-                            data: Buffer::from(data.clone()),
-                            num_values: len,
-                        })
-                    })
-                    .collect::<Result<Vec<_>>>()?;
-                Ok(DataBlock::VariableWidth(VariableWidthBlock::concat(&blocks)?))
+                // The wanted rows of each range copied into one block: offsets rebased as they go.
+                let pieces = index.pieces(rows_to_skip, num_rows)?;
+                let mut offsets = Vec::with_capacity(num_rows as usize + 1);
+                offsets.push(0u64);
+                let mut data = MutableBuffer::new(0);
+                for (range, skip, len) in pieces {
+                    let (range_offsets, bytes) = &parts[range];
+                    let base = range_offsets.first().copied().unwrap_or(0);
+                    let Some(wanted) = range_offsets.get(skip as usize..=(skip + len) as usize) else {
+                        bail!(internal, "rows past the end of a binary range")
+                    };
+                    // Offsets were checked not to decrease, so none is below the base.
+                    let (first, last) = ((wanted[0] - base) as usize, (wanted[len as usize] - base) as usize);
+                    let Some(values) = bytes.get(first..last) else {
+                        bail!(corrupt, "binary offsets point past the bytes read for them")
+                    };
+                    let shift = data.len() as u64;
+                    offsets.extend(wanted[1..].iter().map(|o| o - base - first as u64 + shift));
+                    data.extend_from_slice(values);
+                }
+                Ok(DataBlock::VariableWidth(VariableWidthBlock::from_offsets(offsets, data.into())))
             }
         }
     }
