@@ -94,9 +94,9 @@ impl RangeIndex {
                 self.num_rows()
             )));
         };
-        let mut out = Vec::new();
         let mut row = skip;
         let mut index = self.starts.partition_point(|s| *s <= skip).saturating_sub(1);
+        let mut out = Vec::with_capacity(self.starts.partition_point(|s| *s < end).saturating_sub(index));
         while row < end {
             let range_end = self.starts[index + 1];
             let take = range_end.min(end) - row;

@@ -92,14 +92,10 @@ impl LocalFileReader {
         let location = self.location.clone();
         let len = (range.end - range.start) as usize;
         if len <= INLINE_READ {
-            let mut buf = vec![0u8; len];
-            read_exact_at(&file, &mut buf, range.start).map_err(|e| Error::io(location, e))?;
-            return Ok(Bytes::from(buf));
+            return read_new(&file, len, range.start).map(Bytes::from).map_err(|e| Error::io(location, e));
         }
         tokio::task::spawn_blocking(move || {
-            let mut buf = vec![0u8; len];
-            read_exact_at(&file, &mut buf, range.start).map_err(|e| Error::io(location, e))?;
-            Ok(Bytes::from(buf))
+            read_new(&file, len, range.start).map(Bytes::from).map_err(|e| Error::io(location, e))
         })
         .await
         .map_err(|e| Error::internal(format!("a read task failed: {e}")))?
@@ -124,10 +120,43 @@ impl RangeReader for LocalFileReader {
     }
 }
 
-/// Fills `buf` from `offset` without moving a shared cursor (so concurrent reads need no lock).
+/// `len` bytes from `offset`, read without moving a shared cursor (so concurrent reads need no
+/// lock) into a buffer that is never zeroed first: zeroing doubled the memory traffic of a read
+/// served from the page cache.
 #[cfg(unix)]
-fn read_exact_at(file: &std::fs::File, buf: &mut [u8], offset: u64) -> std::io::Result<()> {
-    std::os::unix::fs::FileExt::read_exact_at(file, buf, offset)
+fn read_new(file: &std::fs::File, len: usize, offset: u64) -> std::io::Result<Vec<u8>> {
+    use std::os::fd::AsRawFd;
+    let mut buf: Vec<u8> = Vec::with_capacity(len);
+    let mut filled = 0;
+    while filled < len {
+        let at = offset.checked_add(filled as u64).and_then(|at| libc::off_t::try_from(at).ok()).ok_or_else(|| {
+            std::io::Error::new(std::io::ErrorKind::InvalidInput, "read past the largest file offset")
+        })?;
+        // SAFETY: the kernel writes at most `len - filled` bytes at `filled`, which lie within
+        // the buffer's capacity; the file descriptor is open for as long as `file` is borrowed.
+        let read = unsafe { libc::pread(file.as_raw_fd(), buf.as_mut_ptr().add(filled).cast(), len - filled, at) };
+        match read {
+            0 => return Err(std::io::ErrorKind::UnexpectedEof.into()),
+            n if n > 0 => filled += n as usize,
+            _ => {
+                let error = std::io::Error::last_os_error();
+                if error.kind() != std::io::ErrorKind::Interrupted {
+                    return Err(error);
+                }
+            }
+        }
+    }
+    // SAFETY: the loop above initialised all `len` bytes.
+    unsafe { buf.set_len(len) };
+    Ok(buf)
+}
+
+/// `len` bytes from `offset`.
+#[cfg(windows)]
+fn read_new(file: &std::fs::File, len: usize, offset: u64) -> std::io::Result<Vec<u8>> {
+    let mut buf = vec![0u8; len];
+    read_exact_at(file, &mut buf, offset)?;
+    Ok(buf)
 }
 
 /// Fills `buf` from `offset` (Windows' positioned reads move the cursor, which no one else uses).

@@ -140,9 +140,9 @@ impl RowSelection {
     /// The selected rows within `span`, relative to `span.start`.
     pub fn within(&self, span: Range<u64>) -> Vec<Range<u64>> {
         let first = self.ranges.partition_point(|r| r.end <= span.start);
-        self.ranges[first..]
+        let last = self.ranges.partition_point(|r| r.start < span.end).max(first);
+        self.ranges[first..last]
             .iter()
-            .take_while(|r| r.start < span.end)
             .map(|r| r.start.max(span.start) - span.start..r.end.min(span.end) - span.start)
             .collect()
     }
