@@ -69,7 +69,9 @@ pub struct RangeIndex {
 impl RangeIndex {
     /// An index over ranges of the given lengths.
     pub fn new(lengths: impl IntoIterator<Item = u64>) -> Self {
-        let mut starts = vec![0];
+        let lengths = lengths.into_iter();
+        let mut starts = Vec::with_capacity(lengths.size_hint().0 + 1);
+        starts.push(0);
         let mut total = 0;
         for len in lengths {
             total += len;

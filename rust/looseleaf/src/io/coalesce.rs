@@ -22,7 +22,8 @@ pub struct CoalesceOptions {
 /// Computes the storage reads covering `ranges`: sorted, non-overlapping, each at most
 /// `options.max_read` long. Empty ranges need no read.
 pub fn coalesce_ranges(ranges: &[Range<u64>], options: CoalesceOptions) -> Vec<Range<u64>> {
-    let mut sorted: Vec<Range<u64>> = ranges.iter().filter(|r| r.end > r.start).cloned().collect();
+    let mut sorted: Vec<Range<u64>> = Vec::with_capacity(ranges.len());
+    sorted.extend(ranges.iter().filter(|r| r.end > r.start).cloned());
     sorted.sort_unstable_by_key(|r| (r.start, r.end));
     let mut merged: Vec<Range<u64>> = Vec::with_capacity(sorted.len());
     for range in sorted {

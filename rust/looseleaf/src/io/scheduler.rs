@@ -834,37 +834,38 @@ fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
 /// Cuts the requested ranges out of the reads that cover them (zero-copy unless a range spans
 /// several reads of a split).
 fn assemble(ranges: &[Range<u64>], reads: &[Range<u64>], results: Vec<Option<Bytes>>) -> Result<Vec<Bytes>> {
-    let results: Vec<Bytes> = results
-        .into_iter()
-        .map(|r| r.ok_or_else(|| Error::internal("a read completed without data")))
-        .collect::<Result<_>>()?;
-    ranges
-        .iter()
-        .map(|range| {
-            if range.end <= range.start {
-                return Ok(Bytes::new());
+    let mut read_bytes = Vec::with_capacity(results.len());
+    for result in results {
+        read_bytes.push(result.ok_or_else(|| Error::internal("a read completed without data"))?);
+    }
+    let results = read_bytes;
+    let mut out = Vec::with_capacity(ranges.len());
+    for range in ranges {
+        if range.end <= range.start {
+            out.push(Bytes::new());
+            continue;
+        }
+        // Reads are sorted and disjoint: the first read ending after the range's start holds
+        // its first byte.
+        let first = reads.partition_point(|read| read.end <= range.start);
+        let read = reads.get(first).ok_or_else(|| Error::internal("range outside its reads"))?;
+        if range.end <= read.end {
+            let start = (range.start - read.start) as usize;
+            out.push(results[first].slice(start..(range.end - read.start) as usize));
+            continue;
+        }
+        let mut joined = BytesMut::with_capacity((range.end - range.start) as usize);
+        for (read, bytes) in reads[first..].iter().zip(&results[first..]) {
+            if read.start >= range.end {
+                break;
             }
-            // Reads are sorted and disjoint: the first read ending after the range's start
-            // holds its first byte.
-            let first = reads.partition_point(|read| read.end <= range.start);
-            let read = reads.get(first).ok_or_else(|| Error::internal("range outside its reads"))?;
-            if range.end <= read.end {
-                let start = (range.start - read.start) as usize;
-                let end = (range.end - read.start) as usize;
-                return Ok(results[first].slice(start..end));
-            }
-            let mut out = BytesMut::with_capacity((range.end - range.start) as usize);
-            for (read, bytes) in reads[first..].iter().zip(&results[first..]) {
-                if read.start >= range.end {
-                    break;
-                }
-                let start = range.start.max(read.start) - read.start;
-                let end = range.end.min(read.end) - read.start;
-                out.extend_from_slice(&bytes[start as usize..end as usize]);
-            }
-            Ok(out.freeze())
-        })
-        .collect()
+            let start = range.start.max(read.start) - read.start;
+            let end = range.end.min(read.end) - read.start;
+            joined.extend_from_slice(&bytes[start as usize..end as usize]);
+        }
+        out.push(joined.freeze());
+    }
+    Ok(out)
 }
 
 #[cfg(test)]
