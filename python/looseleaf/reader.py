@@ -29,7 +29,7 @@ class ReadOptions(TypedDict, total=False):
       files and memory, ``"auto"`` between 8 and 256 for object stores.
     - ``io_depth_min``, ``io_depth_max``: the bounds of an adaptive depth.
     - ``io_buffer_bytes``: the I/O buffer, bytes read ahead of the consumer before reading pauses
-      (default 256 MiB for local files and memory); a number or a size such as ``"64 MiB"``. A
+      (default 128 MiB for local files and memory); a number or a size such as ``"64 MiB"``. A
       request for rows lower than everything buffered may exceed it, so a read never deadlocks
       on it. The promise: a read holds at most the buffer, plus the pages its decoders wait for
       when the buffer is smaller than them (at most two pages of each column read), plus the

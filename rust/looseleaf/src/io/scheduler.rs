@@ -84,11 +84,17 @@ pub struct IoOptions {
 }
 
 impl IoOptions {
-    /// Defaults for local disks: 8 reads in flight, a 256 MiB buffer, ranges within 4 KiB
+    /// Defaults for local disks: 8 reads in flight, a 128 MiB buffer, ranges within 4 KiB
     /// merged, reads of at most 16 MiB, 64 KiB read on open.
+    ///
+    /// The buffer holds a page of each of 16 columns at the default page size (8 MiB), and no
+    /// more: memory read ahead is memory a process's first read must fault in (a scan's batches
+    /// share the pages they were cut from), and a fresh-process scan of the embeddings set took
+    /// 143 ms with 256 MiB, 112 ms with 128 MiB, against 56–60 ms once its memory is reused;
+    /// cold scans were as fast (see `docs/benchmarks.md`).
     pub const LOCAL: IoOptions = IoOptions {
         depth: IoDepth::Fixed(NonZeroUsize::MIN.saturating_add(7)),
-        buffer: ByteCount::mib(256),
+        buffer: ByteCount::mib(128),
         coalesce: CoalesceOptions { gap: ByteCount::kib(4), max_read: ByteCount::mib(16) },
         open_read: ByteCount::kib(64),
     };
