@@ -1,4 +1,4 @@
-"""looseleaf side by side with Parquet (pyarrow), Lance file format 2.1 (pylance) and Vortex (vortex-data).
+"""looseleaf side by side with Parquet (pyarrow), Lance file formats 2.1 and 2.2 (pylance) and Vortex.
 
     pip install . tpchgen-cli vortex-data matplotlib   # once (vortex and matplotlib are optional)
     python3 benches/compare.py --scale 1 --out benches/results     # full run, ~15 min at scale 1
@@ -12,6 +12,8 @@ Data sets (generated once, cached in ``--data``, default ``benches/data/``):
 - ``nested``: 1,000,000 rows of ``id: int64``, ``tags: list<int64>``, ``words: list<string>`` and
   ``meta: struct<score: float64, name: string, flag: bool, count: int32>``, with null lists,
   null list items, null structs and null struct members (seeded random).
+- ``wide``: a feature table of 50,000 rows and 300 columns: 100 each of int64, float64 and short
+  strings (``v0``..``v4999``) (seeded random).
 
 Each is written with every available system at its defaults (file size, write time), then every
 measure runs in a **fresh process** (this script with ``--worker``; the spec comes on stdin, the
@@ -27,10 +29,14 @@ report the median:
   resident memory of the read (the child's VmHWM, reset just before the read, minus its resident
   memory before it), and the child's ``ru_maxrss``;
 
-each ``warm`` (the child first reads the whole file, so it is in the page cache) and ``cold``
+each a *first read* — the first read of a fresh process (imports done, nothing read yet), open
+included, as a script, a CLI call or a Spark task runs it — ``warm`` (the child first reads the
+whole file, so it is in the page cache) and ``cold``
 (the parent evicts the file from the page cache first, with ``posix_fadvise(DONTNEED)`` or, if
 that does not work here, ``/proc/sys/vm/drop_caches``; whether eviction works is checked with
-``mincore`` and reported).
+``mincore`` and reported); and, for scans, projections and takes, ``steady``: the median of
+``STEADY_REPEATS`` more runs of the same read in the process that made the warm one (a process
+that has read before: allocator, thread pools and page tables warm).
 
 The same run measures the machine's limits (memory copy bandwidth with ``ctypes.memmove``, on one
 thread and on every core; cold sequential read bandwidth of each data set's looseleaf file with
@@ -66,28 +72,45 @@ from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
-SYSTEMS = ["looseleaf", "parquet", "lance", "vortex"]
-PEERS = ["parquet", "lance", "vortex"]
-DATASETS = ["lineitem", "embeddings", "nested"]
-EXTENSIONS = {"looseleaf": "leaf", "parquet": "parquet", "lance": "lance", "vortex": "vortex"}
+#: ``lance`` writes Lance file format 2.1, ``lance22`` format 2.2 (pylance's stable default).
+SYSTEMS = ["looseleaf", "parquet", "lance", "lance22", "vortex"]
+PEERS = ["parquet", "lance", "lance22", "vortex"]
+DATASETS = ["lineitem", "embeddings", "nested", "wide"]
+EXTENSIONS = {
+    "looseleaf": "leaf",
+    "parquet": "parquet",
+    "lance": "lance",
+    "lance22": "lance22",
+    "vortex": "vortex",
+}
+LANCE_VERSIONS = {"lance": "2.1", "lance22": "2.2"}
 MEASURES = [
     "size",
     "write",
     "scan_warm",
+    "scan_steady",
     "scan_cold",
     "projection_warm",
+    "projection_steady",
     "projection_cold",
     "take_warm",
+    "take_steady",
     "take_cold",
     "stream_peak_rss",
 ]
+#: Further runs of a read in the worker that measured the first one: the ``*_steady`` measures
+#: (a process that has read before: allocator, thread pools and page tables warm).
+STEADY_REPEATS = 5
 PROJECTIONS = {
     "lineitem": ["l_shipdate", "l_extendedprice"],
     "embeddings": ["id", "caption"],
     "nested": ["id", "words"],
+    "wide": ["i0", "s0"],
 }
-#: Rows per batch of the slow streaming scan (embeddings rows are 3 KiB wide).
-STREAM_BATCH_ROWS = {"lineitem": 8192, "embeddings": 1024, "nested": 8192}
+#: Columns of each kind in the ``wide`` data set (int64, float64, short strings).
+WIDE_COLUMNS_PER_KIND = 100
+#: Rows per batch of the slow streaming scan (embeddings rows are 3 KiB wide, wide rows 2 KiB).
+STREAM_BATCH_ROWS = {"lineitem": 8192, "embeddings": 1024, "nested": 8192, "wide": 1024}
 STREAM_SLEEP_SECONDS = 0.002
 #: looseleaf's I/O budget in the slow streaming scan; the bar is this plus STREAM_BATCHES_ALLOWED batches.
 STREAM_IO_BUFFER_BYTES = 32 * 1024 * 1024
@@ -99,8 +122,9 @@ STREAM_BATCHES_ALLOWED = 4
 #: twice as slow on lineitem, but best on the 3 KiB rows of embeddings. looseleaf and Vortex use
 #: their defaults, which were as fast as any of these.
 PEER_BATCH_ROWS = {
-    "parquet": {"lineitem": 8192, "embeddings": 8192, "nested": 8192},
-    "lance": {"lineitem": 8192, "embeddings": 1024, "nested": 8192},
+    "parquet": {"lineitem": 8192, "embeddings": 8192, "nested": 8192, "wide": 8192},
+    "lance": {"lineitem": 8192, "embeddings": 1024, "nested": 8192, "wide": 8192},
+    "lance22": {"lineitem": 8192, "embeddings": 1024, "nested": 8192, "wide": 8192},
 }
 DICTIONARY_COLUMNS = ["l_shipmode", "l_returnflag", "l_shipinstruct"]
 TAKE_ROWS = 1000
@@ -399,6 +423,24 @@ def nested(rows: int, data_dir: Path) -> Any:
 # --------------------------------------------------------------------------------------------
 
 
+def wide(rows: int, data_dir: Path) -> Any:
+    """A feature table: ``WIDE_COLUMNS_PER_KIND`` columns each of int64 (``i<n>``), float64
+    (``f<n>``) and short strings (``s<n>``, a few thousand distinct values), seeded random."""
+    import numpy as np
+    import pyarrow as pa
+
+    def make() -> Any:
+        rng = np.random.default_rng(SEED)
+        columns = {}
+        for n in range(WIDE_COLUMNS_PER_KIND):
+            columns[f"i{n}"] = pa.array(rng.integers(0, 1_000_000, rows))
+            columns[f"f{n}"] = pa.array(rng.standard_normal(rows))
+            columns[f"s{n}"] = pa.array([f"v{x}" for x in rng.integers(0, 5000, rows)], pa.string())
+        return pa.table(columns)
+
+    return _cached(data_dir / f"wide_{rows}.arrow", make)
+
+
 def available_systems(wanted: list[str]) -> dict[str, dict[str, Any]]:
     """{system: {"available": bool, "version": ..., "reason": ...}} for every system."""
     out: dict[str, dict[str, Any]] = {}
@@ -413,11 +455,11 @@ def available_systems(wanted: list[str]) -> dict[str, dict[str, Any]]:
                 import pyarrow
 
                 info["version"] = f"pyarrow {pyarrow.__version__}"
-            elif system == "lance":
+            elif system in LANCE_VERSIONS:
                 import lance
                 import lance.file
 
-                info["version"] = f"pylance {lance.__version__} (file format 2.1)"
+                info["version"] = f"pylance {lance.__version__} (file format {LANCE_VERSIONS[system]})"
             elif system == "vortex":
                 import vortex
                 import vortex.io
@@ -493,10 +535,10 @@ def write(system: str, table: Any, path: Path) -> None:
         import pyarrow.parquet as pq
 
         pq.write_table(table, path)
-    elif system == "lance":
+    elif system in LANCE_VERSIONS:
         from lance.file import LanceFileWriter
 
-        writer = LanceFileWriter(str(path), table.schema, version="2.1")
+        writer = LanceFileWriter(str(path), table.schema, version=LANCE_VERSIONS[system])
         for batch in table.to_batches():
             writer.write_batch(batch)
         writer.close()
@@ -512,7 +554,7 @@ def import_system(system: str) -> None:
         import looseleaf  # noqa: F401
     elif system == "parquet":
         import pyarrow.parquet  # noqa: F401
-    elif system == "lance":
+    elif system in LANCE_VERSIONS:
         import lance.file  # noqa: F401
     elif system == "vortex":
         import vortex  # noqa: F401
@@ -532,7 +574,7 @@ def open_stream(
         import pyarrow.parquet as pq
 
         return pq.ParquetFile(path).iter_batches(batch_size=batch_size or 8192, columns=columns)
-    if system == "lance":
+    if system in LANCE_VERSIONS:
         from lance.file import LanceFileReader
 
         reader = LanceFileReader(path, columns=columns)
@@ -593,7 +635,7 @@ def take(system: str, path: str, indices: list[int]) -> Any:
                 parts.append(batch.take(pa.array(positions[low:high] - offset)))
             offset += batch.num_rows
         return pa.Table.from_batches(parts, schema=file.schema_arrow).take(back)
-    if system == "lance":
+    if system in LANCE_VERSIONS:
         from lance.file import LanceFileReader
 
         table = LanceFileReader(path).take_rows(ordered.tolist(), batch_size=8192).to_table()
@@ -678,9 +720,14 @@ def worker(spec: dict[str, Any]) -> dict[str, Any]:
     system, op, path = spec["system"], spec["op"], spec["path"]
     # Import everything the read needs before the clock starts.
     import numpy  # noqa: F401
-    import pyarrow
+    import pyarrow  # noqa: F401
 
     import_system(system)
+    # pyarrow imports pandas the first time it converts a numpy array (~0.2 s), which this
+    # script's own reordering of take results does for every system; Lance and Vortex import
+    # pandas on import. Imported here, so that no system is charged for the harness's work.
+    with contextlib.suppress(ImportError):
+        import pandas  # noqa: F401
     if spec.get("warmup"):
         # One-time library start-up (pyarrow's compute registry, thread pools, runtimes) on a tiny
         # file of its own, so it is not charged to a measurement of the data set's file.
@@ -693,6 +740,31 @@ def worker(spec: dict[str, Any]) -> dict[str, Any]:
     baseline = _proc_status("VmRSS")
     peak_reset = _reset_peak_rss()
     start = time.perf_counter()
+    result.update(read_once(system, op, path, spec))
+    result["seconds"] = time.perf_counter() - start
+    result["wall_seconds"] = result["seconds"]
+    result["baseline_rss"] = baseline
+    result["peak_rss"] = _proc_status("VmHWM") if peak_reset else None
+    result["peak_rss_delta"] = result["peak_rss"] - baseline if peak_reset else None
+    # Linux carries ru_maxrss across fork and exec: it starts at the parent's peak (the parent
+    # holds the data sets), so the peak of the read is taken from VmHWM, reset just before it.
+    result["ru_maxrss_inherited"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+    if spec.get("steady_repeats"):
+        # The same read again in this process: what a process that has read before pays.
+        steady = []
+        for _ in range(spec["steady_repeats"]):
+            start = time.perf_counter()
+            read_once(system, op, path, spec)
+            steady.append(time.perf_counter() - start)
+        result["steady_seconds"] = statistics.median(steady)
+    return result
+
+
+def read_once(system: str, op: str, path: str, spec: dict[str, Any]) -> dict[str, Any]:
+    """One read of ``op`` (open included); what it returned, for checks and reports."""
+    import pyarrow
+
+    result: dict[str, Any] = {}
     if op == "scan" and system == "looseleaf":
         # The native stream, so that the read's own timings (scheduling, I/O wait, decode)
         # come back with the result.
@@ -737,14 +809,6 @@ def worker(spec: dict[str, Any]) -> dict[str, Any]:
         result["rows"], result["arrow_bytes"] = table.num_rows, table.get_total_buffer_size()
     else:
         raise ValueError(op)
-    result["seconds"] = time.perf_counter() - start
-    result["wall_seconds"] = result["seconds"]
-    result["baseline_rss"] = baseline
-    result["peak_rss"] = _proc_status("VmHWM") if peak_reset else None
-    result["peak_rss_delta"] = result["peak_rss"] - baseline if peak_reset else None
-    # Linux carries ru_maxrss across fork and exec: it starts at the parent's peak (the parent
-    # holds the data sets), so the peak of the read is taken from VmHWM, reset just before it.
-    result["ru_maxrss_inherited"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
     return result
 
 
@@ -790,11 +854,12 @@ class Run:
 
     def sizes(self) -> dict[str, int | float]:
         if self.args.quick:
-            return {"scale": 0.01, "embeddings": 2000, "nested": 20000}
+            return {"scale": 0.01, "embeddings": 2000, "nested": 20000, "wide": 2000}
         return {
             "scale": self.args.scale,
             "embeddings": self.args.embeddings_rows,
             "nested": self.args.nested_rows,
+            "wide": self.args.wide_rows,
         }
 
     def load(self, dataset: str) -> Any:
@@ -803,6 +868,8 @@ class Run:
             return lineitem(float(sizes["scale"]), self.data_dir)
         if dataset == "embeddings":
             return embeddings(int(sizes["embeddings"]), self.data_dir)
+        if dataset == "wide":
+            return wide(int(sizes["wide"]), self.data_dir)
         return nested(int(sizes["nested"]), self.data_dir)
 
     def path(self, dataset: str, system: str) -> Path:
@@ -811,6 +878,7 @@ class Run:
             "lineitem": f"sf{sizes['scale']:g}",
             "embeddings": sizes["embeddings"],
             "nested": sizes["nested"],
+            "wide": sizes["wide"],
         }
         return self.files_dir / f"{dataset}_{tag[dataset]}.{EXTENSIONS[system]}"
 
@@ -832,8 +900,9 @@ class Run:
             with contextlib.suppress(Exception):
                 write(system, table, self.warmup_path(system))
 
-    def measure(self, spec: dict[str, Any], cold: bool) -> dict[str, Any]:
-        """One worker run; ``cold`` evicts the file first, otherwise the worker warms it."""
+    def measure(self, spec: dict[str, Any], cold: bool, warmup: bool = True) -> dict[str, Any]:
+        """One worker run; ``cold`` evicts the file first, otherwise the worker warms it;
+        ``warmup`` has the worker read a tiny file first (library start-up not counted)."""
         spec = dict(spec)
         path = Path(spec["path"])
         if cold:
@@ -841,7 +910,8 @@ class Run:
             spec["resident_before"] = resident_fraction(path)
         else:
             spec["warm"] = True
-        spec["warmup"] = str(self.warmup_path(spec["system"]))
+        if warmup:
+            spec["warmup"] = str(self.warmup_path(spec["system"]))
         result = run_worker(spec)
         if cold:
             result["resident_before"] = spec["resident_before"]
@@ -850,11 +920,12 @@ class Run:
     def repeated(
         self, specs: dict[str, dict[str, Any]], cold: bool, repeats: int
     ) -> dict[str, dict[str, Any]]:
-        """Runs each system's spec ``repeats`` times, interleaving the systems; median seconds."""
+        """Runs each system's spec ``repeats`` times, interleaving the systems, each a first read
+        (no warm-up: the library's start-up is part of what a first read costs); median seconds."""
         samples: dict[str, list[dict[str, Any]]] = {system: [] for system in specs}
         for _ in range(repeats):
             for system, spec in specs.items():
-                samples[system].append(self.measure(spec, cold))
+                samples[system].append(self.measure(spec, cold, warmup=False))
         out = {}
         for system, runs in samples.items():
             errors = [r["error"] for r in runs if "error" in r]
@@ -863,10 +934,12 @@ class Run:
                 continue
             seconds = [r["seconds"] for r in runs]
             median = statistics.median(seconds)
+            steady = [r["steady_seconds"] for r in runs if "steady_seconds" in r]
             out[system] = {
                 "value": median,
                 "unit": "s",
                 "samples": seconds,
+                "steady": statistics.median(steady) if steady else None,
                 "peak_rss_delta": statistics.median(r["peak_rss_delta"] or 0 for r in runs),
                 "last": {k: v for k, v in runs[-1].items() if k not in ("seconds",)},
             }
@@ -992,7 +1065,10 @@ class Run:
         for name, base in plans:
             for temperature in ("warm", "cold"):
                 specs = {s: {**base, "system": s, "path": systems[s]["path"]} for s in readable}
-                for s in ("parquet", "lance"):
+                if temperature == "warm":
+                    for spec in specs.values():
+                        spec["steady_repeats"] = STEADY_REPEATS
+                for s in ("parquet", *LANCE_VERSIONS):
                     if s in specs and base["op"] == "scan":
                         specs[s]["batch_size"] = PEER_BATCH_ROWS[s][dataset]
                 measured = self.repeated(specs, temperature == "cold", self.repeats)
@@ -1003,6 +1079,12 @@ class Run:
                         else "warm (cold impossible)"
                     )
                     systems[system]["measures"][f"{name}_{temperature}"] = value
+                    if value.get("steady") is not None:
+                        systems[system]["measures"][f"{name}_steady"] = {
+                            "value": value["steady"],
+                            "unit": "s",
+                            "cache": "warm, in a process that has read it before",
+                        }
                 self.log(f"{dataset}: {name} {temperature}: " + summary(measured))
         stream = {
             "op": "stream",
@@ -1347,12 +1429,15 @@ def cell(results: dict[str, Any], dataset: str, system: str, measure: str) -> st
 LABELS = {
     "size": "file size",
     "write": "write",
-    "scan_warm": "full scan, warm",
-    "scan_cold": "full scan, cold",
-    "projection_warm": "projection, warm",
-    "projection_cold": "projection, cold",
-    "take_warm": f"take {TAKE_ROWS} rows, warm",
-    "take_cold": f"take {TAKE_ROWS} rows, cold",
+    "scan_warm": "full scan, first read, warm",
+    "scan_steady": "full scan, warm process",
+    "scan_cold": "full scan, first read, cold",
+    "projection_warm": "projection, first read, warm",
+    "projection_steady": "projection, warm process",
+    "projection_cold": "projection, first read, cold",
+    "take_warm": f"take {TAKE_ROWS} rows, first read, warm",
+    "take_steady": f"take {TAKE_ROWS} rows, warm process",
+    "take_cold": f"take {TAKE_ROWS} rows, first read, cold",
     "stream_peak_rss": "slow stream, peak RSS",
 }
 
@@ -1538,7 +1623,13 @@ def chart(results: dict[str, Any], path: Path) -> str | None:
     ]
     systems = [s for s in SYSTEMS if results["meta"]["systems"][s]["available"]]
     datasets = list(results["datasets"])
-    colors = {"looseleaf": "#2a9d8f", "parquet": "#e76f51", "lance": "#457b9d", "vortex": "#8d6cab"}
+    colors = {
+        "looseleaf": "#2a9d8f",
+        "parquet": "#e76f51",
+        "lance": "#457b9d",
+        "lance22": "#a8dadc",
+        "vortex": "#8d6cab",
+    }
     fig, axes = plt.subplots(2, 3, figsize=(15, 8))
     width = 0.8 / max(1, len(systems))
     for ax, (measure, title, kind) in zip(axes.flat, panels, strict=True):
@@ -1588,6 +1679,7 @@ def main() -> None:
     parser.add_argument("--scale", type=float, default=1.0, help="TPC-H scale factor of lineitem (default 1)")
     parser.add_argument("--embeddings-rows", type=int, default=100_000)
     parser.add_argument("--nested-rows", type=int, default=1_000_000)
+    parser.add_argument("--wide-rows", type=int, default=50_000)
     parser.add_argument("--out", type=Path, default=ROOT / "benches" / "results", help="results directory")
     parser.add_argument("--data", type=Path, default=ROOT / "benches" / "data", help="data set cache")
     parser.add_argument(

@@ -261,21 +261,32 @@ impl ReadBuilder {
             RowSelection::try_from_indices(indices, self.file.num_rows()).map_err(|e| e.with_location(&location))?;
         let mut stream = self.with_selection(selection).launch(false).await?;
         let schema = stream.schema().clone();
-        // Each step is copied as it comes (see `compact`): kept until the last, it would keep
-        // its pages alive past their reservation of the I/O buffer.
+        // Every step but the last is copied as the next comes (see `compact`): kept until the
+        // end, it would keep its pages alive past their reservation of the I/O buffer. The last
+        // is copied only if nothing below copies it anyway (concatenating or reordering), so
+        // that a take touches its rows' memory as few times as it can (a process's first read
+        // pays a page fault for every fresh 4 KiB).
         let mut steps = Vec::new();
+        let mut last: Option<RecordBatch> = None;
         while let Some(step) = stream.next().await {
-            steps.push(compact(&step?)?);
+            if let Some(previous) = last.replace(step?) {
+                steps.push(compact(&previous)?);
+            }
         }
-        let batch = match steps.as_slice() {
-            [one] => one.clone(),
-            _ => concat_steps(&schema, &steps)?,
-        };
-        drop(steps);
         let mut sorted = indices.to_vec();
         sorted.sort_unstable();
         sorted.dedup();
-        if sorted.as_slice() == indices {
+        let in_order = sorted.as_slice() == indices;
+        let batch = match (steps.is_empty(), last) {
+            (true, Some(only)) if in_order => compact(&only)?,
+            (true, Some(only)) => only,
+            (_, last) => {
+                steps.extend(last);
+                concat_steps(&schema, &steps)?
+            }
+        };
+        drop(steps);
+        if in_order {
             return Ok(batch);
         }
         let positions: UInt64Array =
