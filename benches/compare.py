@@ -940,6 +940,7 @@ class Run:
                 "unit": "s",
                 "samples": seconds,
                 "steady": statistics.median(steady) if steady else None,
+                "steady_samples": steady,
                 "peak_rss_delta": statistics.median(r["peak_rss_delta"] or 0 for r in runs),
                 "last": {k: v for k, v in runs[-1].items() if k not in ("seconds",)},
             }
@@ -1083,6 +1084,7 @@ class Run:
                         systems[system]["measures"][f"{name}_steady"] = {
                             "value": value["steady"],
                             "unit": "s",
+                            "samples": value["steady_samples"],
                             "cache": "warm, in a process that has read it before",
                         }
                 self.log(f"{dataset}: {name} {temperature}: " + summary(measured))
