@@ -34,6 +34,7 @@ use arrow_schema::{DataType, SchemaRef};
 use bytes::Bytes;
 use futures::StreamExt;
 use futures::future::BoxFuture;
+use looseleaf::format::schema::is_variable_width;
 use looseleaf::io::{IoDepth, RangeReader};
 use looseleaf::{
     ByteCount, Comparison, Error, FileReader, IoOptions, PagePredicate, ReadBuilder, ReadOptions, RowSelection,
@@ -318,17 +319,8 @@ async fn read_all_ways(data: Bytes) -> bool {
         .fields()
         .iter()
         .filter(|f| {
-            matches!(
-                f.data_type(),
-                DataType::Utf8
-                    | DataType::LargeUtf8
-                    | DataType::Utf8View
-                    | DataType::Binary
-                    | DataType::LargeBinary
-                    | DataType::BinaryView
-                    | DataType::FixedSizeBinary(_)
-                    | DataType::Dictionary(..)
-            )
+            is_variable_width(f.data_type())
+                || matches!(f.data_type(), DataType::FixedSizeBinary(_) | DataType::Dictionary(..))
         })
         .map(|f| f.name().clone())
         .collect();
