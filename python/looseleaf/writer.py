@@ -32,6 +32,9 @@ class FileWriter:
     ``"zstd"``, at ``compression_level``) compresses whole pages on top, at the cost of reading
     a whole page for any row of it. ``statistics`` stores each page's null count, minimum and
     maximum; ``checksums`` a CRC-32 of every page buffer, which readers verify.
+    ``zone_map_rows`` (default 8192; 0 for none) sets the rows per zone of the zone maps of
+    flat top-level columns (null count, minimum and maximum per zone of rows, whatever the page
+    size), which reads with a ``filter`` skip zones by.
 
     >>> with FileWriter("out.leaf", table.schema) as writer:  # doctest: +SKIP
     ...     writer.write_table(table)
@@ -48,6 +51,7 @@ class FileWriter:
         encodings: Mapping[str, Any] | str | None = None,
         statistics: bool = True,
         checksums: bool = True,
+        zone_map_rows: int | None = None,
         storage_options: Mapping[str, Any] | None = None,
     ) -> None:
         if not isinstance(schema, pa.Schema):
@@ -61,6 +65,7 @@ class FileWriter:
             encodings=_encodings_arg(encodings),
             statistics=bool(statistics),
             checksums=bool(checksums),
+            zone_map_rows=zone_map_rows,
             storage_options=storage_options,
         )
         self.schema = schema

@@ -173,6 +173,7 @@ pub struct PyReadStream {
     reader: Mutex<Option<BlockingReader>>,
     stats: Box<dyn Fn() -> IoStats + Send + Sync>,
     metrics: Arc<looseleaf::read::metrics::ReadMetrics>,
+    filter: Option<Arc<looseleaf::read::FilterStats>>,
 }
 
 impl PyReadStream {
@@ -180,8 +181,10 @@ impl PyReadStream {
         let schema = stream.schema().clone();
         let io = stream.io_scheduler().clone();
         let metrics = stream.metrics().clone();
+        let filter = stream.filter_counters();
         Self {
             metrics,
+            filter,
             schema: schema.clone(),
             reader: Mutex::new(Some(BlockingReader { schema, stream: Some(stream), runtime, pid: std::process::id() })),
             stats: Box::new(move || io.stats()),
@@ -220,6 +223,15 @@ impl PyReadStream {
         out.set_item("io_wait_seconds", timings.waiting_for_io.as_secs_f64())?;
         out.set_item("decode_seconds", timings.decoding.as_secs_f64())?;
         out.set_item("batches", timings.batches)?;
+        if let Some(filter) = &self.filter {
+            let counts = filter.snapshot();
+            out.set_item("zones_read", counts.zones_total - counts.zones_skipped)?;
+            out.set_item("zones_skipped", counts.zones_skipped)?;
+            out.set_item("candidate_rows", counts.candidate_rows)?;
+            out.set_item("rows_matched", counts.rows_matched)?;
+            out.set_item("chunks_scanned", counts.chunks_scanned)?;
+            out.set_item("chunks_taken", counts.chunks_taken)?;
+        }
         Ok(out)
     }
 }

@@ -9,6 +9,7 @@ use arrow_array::cast::AsArray;
 use arrow_array::types::{Int8Type, Int16Type, Int32Type, Int64Type, UInt8Type, UInt16Type, UInt32Type, UInt64Type};
 use arrow_schema::DataType;
 use futures::StreamExt;
+use looseleaf::filter::Predicate;
 use looseleaf::io::{ColumnPlan, IoPlan, RequestKind};
 use looseleaf::read::selection::row_numbers;
 use looseleaf::{FileReader, IoStats, Location, OptionValue, ReadBuilder, ReadOptions, StatValue};
@@ -143,9 +144,23 @@ impl PyFileReader {
         rows: Rows,
         options: Option<&Bound<'_, PyDict>>,
     ) -> PyResult<ReadBuilder> {
-        let mut read = self.file.read().with_options(read_options(options)?);
+        // The filter travels with the options (every read method takes it) but is not one.
+        let options = match options {
+            Some(options) => {
+                let options = options.copy()?;
+                let filter = options.get_item("filter")?;
+                options.del_item("filter").ok();
+                (Some(options), filter.filter(|f| !f.is_none()))
+            }
+            None => (None, None),
+        };
+        let (options, filter) = options;
+        let mut read = self.file.read().with_options(read_options(options.as_ref())?);
         if let Some(columns) = names("columns", columns)? {
             read = read.with_columns(columns);
+        }
+        if let Some(filter) = filter {
+            read = read.with_filter(predicate(&filter)?);
         }
         Ok(match rows {
             Rows::All => read,
@@ -163,6 +178,15 @@ impl PyFileReader {
             }
         })
     }
+}
+
+/// A filter in the form `looseleaf.filters.to_native` gives: `(json, [literal arrays])`.
+fn predicate(filter: &Bound<'_, PyAny>) -> PyResult<Predicate> {
+    let (json, literals): (String, Vec<Bound<'_, PyAny>>) = filter
+        .extract()
+        .map_err(|_| invalid_argument("filter: expected the (json, literals) pair of looseleaf.filters.to_native"))?;
+    let literals = literals.iter().map(crate::arrow::import_array).collect::<PyResult<Vec<_>>>()?;
+    Predicate::from_json(&json, &literals).py_err()
 }
 
 /// The rows a Python read names.
@@ -350,6 +374,21 @@ impl PyFileReader {
         options: Option<&Bound<'py, PyDict>>,
     ) -> PyResult<Bound<'py, PyDict>> {
         let read = self.read(columns, Rows::of(start, num_rows, indices)?, options)?;
+        if read.has_filter() {
+            let plan = wait(py, read.filter_plan())?.py_err()?;
+            let out = plan_dict(py, &plan.filter_columns, &self.file.column_paths())?;
+            let filter = PyDict::new(py);
+            filter.set_item("zones", plan.zones.total)?;
+            filter.set_item("zones_skipped", plan.zones.skipped)?;
+            filter.set_item("candidate_rows", plan.candidate_rows)?;
+            filter.set_item(
+                "stage3",
+                "decided per chunk once the filter columns are read: a take of the matching rows when the \
+                 planner finds it reads less than a scan of the chunk",
+            )?;
+            out.set_item("filter", filter)?;
+            return Ok(out);
+        }
         let plan = wait(py, read.plan())?.py_err()?;
         plan_dict(py, &plan, &self.file.column_paths())
     }

@@ -48,7 +48,7 @@ impl PyFileWriter {
 #[pymethods]
 impl PyFileWriter {
     #[new]
-    #[pyo3(signature = (path, schema, *, page_size = None, compression = None, compression_level = None, encodings = None, statistics = true, checksums = true, storage_options = None))]
+    #[pyo3(signature = (path, schema, *, page_size = None, compression = None, compression_level = None, encodings = None, statistics = true, checksums = true, zone_map_rows = None, storage_options = None))]
     // The Python constructor's keywords, one parameter each, as PyO3 maps them; they become one
     // `WriterOptions` at once below.
     #[allow(clippy::too_many_arguments)]
@@ -62,6 +62,7 @@ impl PyFileWriter {
         encodings: Option<HashMap<String, PolicySpec>>,
         statistics: bool,
         checksums: bool,
+        zone_map_rows: Option<i128>,
         storage_options: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<Self> {
         let display: String = py.import("os")?.call_method1("fspath", (path,))?.extract()?;
@@ -69,6 +70,11 @@ impl PyFileWriter {
         let storage = crate::storage::storage_options(storage_options)?;
         let schema = import_schema(schema)?;
         let mut options = WriterOptions::default().with_statistics(statistics).with_checksums(checksums);
+        if let Some(rows) = zone_map_rows {
+            let rows = u64::try_from(rows)
+                .map_err(|_| invalid_argument(format!("zone_map_rows must be 0 (none) or more, got {rows}")))?;
+            options = options.with_zone_map_rows(rows);
+        }
         if let Some(page_size) = page_size {
             let bytes = u64::try_from(page_size)
                 .ok()

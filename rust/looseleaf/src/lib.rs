@@ -69,6 +69,7 @@
 pub mod dataset;
 pub mod encodings;
 mod error;
+pub mod filter;
 pub mod format;
 pub mod io;
 mod options;

@@ -149,6 +149,35 @@ pub struct ColumnMetadata {
     /// The pages.
     #[prost(message, repeated, tag = "1")]
     pub pages: Vec<PageMetadata>,
+    /// Where the column's zone map is (format 2.1 on; absent for columns without one: nested
+    /// columns, columns of files written before 2.1 or with zone maps turned off).
+    #[prost(message, optional, tag = "2")]
+    pub zone_map: Option<ZoneMapLocation>,
+}
+
+/// Where a column's [`ZoneMap`] is stored, and its shape.
+#[derive(Clone, Copy, PartialEq, prost::Message)]
+pub struct ZoneMapLocation {
+    /// The serialised [`ZoneMap`] (never compressed).
+    #[prost(message, optional, tag = "1")]
+    pub buffer: Option<BufferLocation>,
+    /// Rows per zone: zone `i` holds rows `i * rows_per_zone ..` up to the next zone's first
+    /// row (the last zone may hold fewer).
+    #[prost(uint64, tag = "2")]
+    pub rows_per_zone: u64,
+    /// Number of zones: the file's row count divided by `rows_per_zone`, rounded up.
+    #[prost(uint64, tag = "3")]
+    pub num_zones: u64,
+}
+
+/// Statistics of a column per zone of rows: what a filtered read skips by, at a granularity
+/// independent of the page size. Stored in a buffer of its own so that only filtered reads of
+/// the column fetch it.
+#[derive(Clone, PartialEq, prost::Message)]
+pub struct ZoneMap {
+    /// One entry per zone, in row order, with the same meaning as a page's statistics.
+    #[prost(message, repeated, tag = "1")]
+    pub zones: Vec<PageStatistics>,
 }
 
 /// One page: how many values it holds, where its buffers are and how they are encoded.

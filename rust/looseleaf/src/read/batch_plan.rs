@@ -328,7 +328,7 @@ mod tests {
                 ..Default::default()
             })
             .collect();
-        let pages = ColumnPages::try_new(0, "x", ColumnMetadata { pages }, u64::MAX).unwrap();
+        let pages = ColumnPages::try_new(0, "x", ColumnMetadata { pages, zone_map: None }, u64::MAX).unwrap();
         ColumnSpan { pages: Arc::new(pages), rows: Arc::new(RowPriority::TopLevel) }
     }
 

@@ -29,6 +29,7 @@ pub mod decode_stream;
 pub mod field_decoder;
 pub mod field_scheduler;
 mod file_reader;
+mod filtered_read;
 pub mod metrics;
 mod page_statistics;
 pub mod pages;
@@ -37,8 +38,10 @@ mod read_builder;
 pub mod scheduling_loop;
 pub mod selection;
 mod summary;
+mod zone_maps;
 
 pub use file_reader::FileReader;
+pub use filtered_read::{FilterCounts, FilterStats, FilteredPlan};
 pub use page_statistics::{ColumnBounds, Comparison, PagePredicate};
 pub use read_builder::{ReadBuilder, RecordBatchStream};
 pub use selection::RowSelection;

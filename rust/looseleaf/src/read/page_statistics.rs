@@ -12,8 +12,9 @@
 
 use std::collections::HashMap;
 
-use crate::encodings::statistics::StatValue;
+use crate::encodings::statistics::{StatValue, decode_bound};
 use crate::error::Result;
+use crate::format::proto::Compression;
 use crate::read::summary::describe_columns;
 use crate::read::{FileReader, PageSummary, RowSelection};
 
@@ -120,39 +121,48 @@ impl FileReader {
         Ok(Some(ColumnBounds { min, max }))
     }
 
-    /// The rows whose pages may satisfy every predicate (see the module documentation): a
-    /// selection to read, and to filter again. Reads the metadata of the predicates' columns;
-    /// predicates on unknown or nested columns rule nothing out.
+    /// The rows whose zones (zone maps, or pages in files without them) may satisfy every
+    /// predicate (see the module documentation): a selection to read, and to filter again.
+    /// Reads the predicates' columns' metadata and zone maps; predicates on unknown or nested
+    /// columns rule nothing out.
     ///
     /// # Errors
-    /// [`crate::Error::Io`] or [`crate::Error::Corrupt`] if the columns' metadata cannot be read.
+    /// [`crate::Error::Io`] or [`crate::Error::Corrupt`] if the columns' metadata or zone maps
+    /// cannot be read.
     pub async fn rows_matching_statistics(&self, predicates: &[PagePredicate]) -> Result<RowSelection> {
         let mut selection = RowSelection::all(self.num_rows());
-        // Flat top-level fields only: their one column's pages hold one value per row.
-        let flat: HashMap<&str, u32> = self
+        // Flat top-level fields only: their one column holds one value per row.
+        let flat: HashMap<&str, (usize, &arrow_schema::DataType)> = self
             .field_columns()
             .iter()
-            .filter(|tree| tree.children.is_empty())
-            .filter_map(|tree| Some((tree.field.name().as_str(), tree.column?)))
+            .enumerate()
+            .filter(|(_, tree)| tree.children.is_empty())
+            .map(|(i, tree)| (tree.field.name().as_str(), (i, tree.field.data_type())))
             .collect();
-        let columns: Vec<u32> = predicates.iter().filter_map(|p| flat.get(p.column()).copied()).collect();
-        if columns.is_empty() {
+        let fields: Vec<usize> = predicates.iter().filter_map(|p| flat.get(p.column()).map(|(i, _)| *i)).collect();
+        if fields.is_empty() {
             return Ok(selection);
         }
-        let pages = self.load_columns(&columns).await?;
-        let summaries = describe_columns(self.field_columns(), &pages);
+        let zones = self.column_zones(&fields).await?;
         for predicate in predicates {
-            let Some(summary) = summaries.iter().find(|s| s.field == predicate.column()) else { continue };
-            if summary.pages.iter().map(|p| p.num_rows).sum::<u64>() != self.num_rows() {
-                continue;
-            }
+            let Some((field, data_type)) = flat.get(predicate.column()) else { continue };
+            let Some(column) = zones.get(field) else { continue };
             let mut ranges = Vec::new();
-            let mut start = 0;
-            for page in &summary.pages {
-                if predicate.may_match(page) {
-                    ranges.push(start..start + page.num_rows);
+            for (i, zone) in column.starts.windows(2).zip(&column.stats) {
+                let rows = i[0]..i[1];
+                let bound = |b: Option<&[u8]>| b.and_then(|b| decode_bound(b, data_type));
+                let summary = PageSummary {
+                    num_rows: rows.end - rows.start,
+                    encoding: String::new(),
+                    buffer_sizes: Vec::new(),
+                    compression: Compression::None,
+                    null_count: zone.as_ref().map(|z| z.null_count),
+                    min: bound(zone.as_ref().and_then(|z| z.min.as_deref())),
+                    max: bound(zone.as_ref().and_then(|z| z.max.as_deref())),
+                };
+                if predicate.may_match(&summary) {
+                    ranges.push(rows);
                 }
-                start += page.num_rows;
             }
             selection = selection.intersect(&RowSelection::from_sorted_ranges(ranges));
         }

@@ -22,12 +22,14 @@ use super::decode_stream::{DecodeBatchStream, compact, concat_steps};
 use super::field_decoder::field_decoder;
 use super::field_scheduler::RowPriority;
 use super::file_reader::FileReader;
+use super::filtered_read::{FilterCounts, FilterStats, FilteredPlan};
 use super::metrics::{ReadMetrics, ReadTimings};
 use super::pages::ReadContext;
 use super::scheduling_loop::{ColumnJob, run_scheduling_loop};
 use super::selection::RowSelection;
 use crate::error::{Result, bail, ensure};
-use crate::format::schema::Layout;
+use crate::filter::Predicate;
+use crate::format::schema::{FieldColumns, Layout};
 use crate::io::{EncodingsIo, IoBudget, IoOptions, IoPlan, IoScheduler, IoStats, PlanningIo};
 use crate::options::{DEFAULT_BATCH_BYTES, DEFAULT_BATCH_SIZE, ReadOptions};
 
@@ -55,11 +57,24 @@ pub struct ReadBuilder {
     options: ReadOptions,
     /// Replaces the storage's I/O settings (coalescing included) when set.
     io: Option<IoOptions>,
+    /// Only the rows where this is true are returned.
+    filter: Option<Predicate>,
+    /// The I/O scheduler to read through, when the read is a part of a larger one (a filtered
+    /// read's stages share one, and so its counters and buffer); a read of its own otherwise.
+    io_scheduler: Option<IoScheduler>,
 }
 
 impl ReadBuilder {
     pub(crate) fn new(file: FileReader) -> Self {
-        Self { file, columns: None, rows: Rows::All, options: ReadOptions::default(), io: None }
+        Self {
+            file,
+            columns: None,
+            rows: Rows::All,
+            options: ReadOptions::default(),
+            io: None,
+            filter: None,
+            io_scheduler: None,
+        }
     }
 
     /// Reads only these columns, in this order: top-level names, or dotted paths into structs
@@ -126,19 +141,53 @@ impl ReadBuilder {
         self
     }
 
+    /// Returns only the rows where `predicate` is true (see [`Predicate`]): rows are ruled out
+    /// by zone statistics, then by the filter columns, before the other columns are read (see
+    /// `read/filtered_read.rs`). With [`take`](Self::take), the rows at the indices that match.
+    pub fn with_filter(self, predicate: Predicate) -> Self {
+        Self { filter: Some(predicate), ..self }
+    }
+
+    /// Reads through `io` instead of an I/O scheduler of its own.
+    pub(crate) fn with_io_scheduler(self, io: IoScheduler) -> Self {
+        Self { io_scheduler: Some(io), ..self }
+    }
+
+    pub(crate) fn file(&self) -> &FileReader {
+        &self.file
+    }
+
+    pub(crate) fn columns(&self) -> Option<&[String]> {
+        self.columns.as_deref()
+    }
+
+    /// Whether the read has a filter.
+    pub fn has_filter(&self) -> bool {
+        self.filter.is_some()
+    }
+
+    pub(crate) fn filter(&self) -> Option<&Predicate> {
+        self.filter.as_ref()
+    }
+
+    /// The I/O settings the read was given in place of the storage's, if any.
+    pub(crate) fn explicit_io_options(&self) -> Option<IoOptions> {
+        self.io
+    }
+
     /// The options of the read: its own, then the reader's.
-    fn resolved_options(&self) -> ReadOptions {
+    pub(crate) fn resolved_options(&self) -> ReadOptions {
         self.options.or(self.file.options())
     }
 
     /// The I/O settings of the read.
-    fn io_options(&self) -> IoOptions {
+    pub(crate) fn io_options(&self) -> IoOptions {
         let storage = self.io.unwrap_or_else(|| self.file.io_defaults());
         self.resolved_options().io_options(storage)
     }
 
     /// The rows of the read, checked against the file.
-    fn selection(&self) -> Result<RowSelection> {
+    pub(crate) fn selection(&self) -> Result<RowSelection> {
         let num_rows = self.file.num_rows();
         match &self.rows {
             Rows::All => Ok(RowSelection::all(num_rows)),
@@ -151,11 +200,11 @@ impl ReadBuilder {
         }
     }
 
-    /// Builds the schedulers and decoders of the read.
-    async fn start(&self) -> Result<StartedRead> {
+    /// The column trees of the fields the read returns, dictionary columns applied, and its
+    /// schema.
+    pub(crate) async fn output_fields(&self) -> Result<(Vec<FieldColumns>, SchemaRef)> {
         let file = &self.file;
         let options = self.resolved_options();
-        let selection = Arc::new(self.selection()?);
         let mut fields = file.project(self.columns.as_deref())?;
         for name in options.dictionary_columns.iter().flatten() {
             let mut found = false;
@@ -180,6 +229,15 @@ impl ReadBuilder {
             fields.iter().map(|f| f.field.clone()).collect::<Vec<_>>(),
             file.schema().metadata().clone(),
         ));
+        Ok((fields, schema))
+    }
+
+    /// Builds the schedulers and decoders of the read.
+    async fn start(&self) -> Result<StartedRead> {
+        let file = &self.file;
+        let options = self.resolved_options();
+        let selection = Arc::new(self.selection()?);
+        let (fields, schema) = self.output_fields().await?;
         let (schedulers, row_bytes) = file.field_schedulers(&fields).await?;
         let context =
             ReadContext::new(file.location(), options.verify_checksums.unwrap_or(crate::format::VERIFY_CHECKSUMS));
@@ -218,6 +276,15 @@ impl ReadBuilder {
     /// [`Error::InvalidArgument`](crate::Error::InvalidArgument) for rows out of range or an
     /// unknown column; errors of the file's metadata; each names the file.
     pub async fn stream(self) -> Result<RecordBatchStream> {
+        if self.filter.is_some() {
+            let location = self.file.location().to_string();
+            return Box::pin(super::filtered_read::filtered_stream(self)).await.map_err(|e| e.with_location(&location));
+        }
+        self.launch(true).await
+    }
+
+    /// [`stream`](Self::stream) without the filter.
+    pub(crate) async fn stream_unfiltered(self) -> Result<RecordBatchStream> {
         self.launch(true).await
     }
 
@@ -226,8 +293,10 @@ impl ReadBuilder {
     async fn launch(self, whole_batches: bool) -> Result<RecordBatchStream> {
         let location = self.file.location().to_string();
         let started = self.start().await.map_err(|e| e.with_location(&location))?;
-        let budget = self.resolved_options().shared_budget();
-        let io = IoScheduler::with_budget(self.file.range_reader().clone(), self.io_options(), budget);
+        let io = match &self.io_scheduler {
+            Some(io) => io.clone(),
+            None => self.new_io_scheduler(),
+        };
         let io_dyn: Arc<dyn EncodingsIo> = Arc::new(io.clone());
         let StartedRead { schema, jobs, stream, context, parallelism } = started;
         let metrics = context.metrics.clone();
@@ -243,7 +312,13 @@ impl ReadBuilder {
             stream.into_steps(parallelism, runtime).map_ok(|(batch, _)| batch).boxed()
         };
         let batches = batches.map_err(move |e| e.with_location(&location)).boxed();
-        Ok(RecordBatchStream { schema, batches, io, metrics })
+        Ok(RecordBatchStream { schema, batches, io, metrics, filter: None })
+    }
+
+    /// An I/O scheduler with the read's settings.
+    pub(crate) fn new_io_scheduler(&self) -> IoScheduler {
+        let budget = self.resolved_options().shared_budget();
+        IoScheduler::with_budget(self.file.range_reader().clone(), self.io_options(), budget)
     }
 
     /// Reads the rows at `indices` (any order, repeats allowed) and returns them in that order,
@@ -256,6 +331,17 @@ impl ReadBuilder {
     /// As [`stream`](Self::stream); an index out of range is an
     /// [`Error::InvalidArgument`](crate::Error::InvalidArgument) naming it.
     pub async fn take(self, indices: &[u64]) -> Result<RecordBatch> {
+        if self.filter.is_some() {
+            let location = self.file.location().to_string();
+            return Box::pin(super::filtered_read::filtered_take(self, indices))
+                .await
+                .map_err(|e| e.with_location(&location));
+        }
+        self.take_unfiltered(indices).await
+    }
+
+    /// [`take`](Self::take) without the filter.
+    pub(crate) async fn take_unfiltered(self, indices: &[u64]) -> Result<RecordBatch> {
         let location = self.file.location().to_string();
         let selection =
             RowSelection::try_from_indices(indices, self.file.num_rows()).map_err(|e| e.with_location(&location))?;
@@ -294,11 +380,36 @@ impl ReadBuilder {
         Ok(arrow_select::take::take_record_batch(&batch, &positions)?)
     }
 
-    /// Runs only the scheduling loop and returns the I/O the read would make.
+    /// What a filtered read would do before it reads data: zones ruled out by the statistics,
+    /// the rows left, and the exact I/O of reading their filter columns (stage 3 depends on
+    /// which rows match).
+    ///
+    /// # Errors
+    /// As [`stream`](Self::stream); [`Error::InvalidArgument`](crate::Error::InvalidArgument)
+    /// if the read has no filter.
+    pub async fn filter_plan(self) -> Result<FilteredPlan> {
+        let location = self.file.location().to_string();
+        ensure!(self.filter.is_some(), invalid, "{location}: filter_plan of a read without a filter");
+        Box::pin(super::filtered_read::filtered_plan(self)).await.map_err(|e| e.with_location(&location))
+    }
+
+    /// Runs only the scheduling loop and returns the I/O the read would make (for a filtered
+    /// read: of its filter columns, see [`filter_plan`](Self::filter_plan)).
     ///
     /// # Errors
     /// As [`stream`](Self::stream).
     pub async fn plan(self) -> Result<IoPlan> {
+        let location = self.file.location().to_string();
+        if self.filter.is_some() {
+            let plan =
+                Box::pin(super::filtered_read::filtered_plan(self)).await.map_err(|e| e.with_location(&location))?;
+            return Ok(plan.filter_columns);
+        }
+        self.plan_unfiltered().await
+    }
+
+    /// [`plan`](Self::plan) without the filter.
+    pub(crate) async fn plan_unfiltered(self) -> Result<IoPlan> {
         let location = self.file.location().to_string();
         let StartedRead { jobs, context, stream, .. } = self.start().await.map_err(|e| e.with_location(&location))?;
         let planner = Arc::new(PlanningIo::new(self.io_options().coalesce));
@@ -354,10 +465,12 @@ struct StartedRead {
 
 /// The batches of a read, in row order.
 pub struct RecordBatchStream {
-    schema: SchemaRef,
-    batches: BoxStream<'static, Result<RecordBatch>>,
-    io: IoScheduler,
-    metrics: Arc<ReadMetrics>,
+    pub(crate) schema: SchemaRef,
+    pub(crate) batches: BoxStream<'static, Result<RecordBatch>>,
+    pub(crate) io: IoScheduler,
+    pub(crate) metrics: Arc<ReadMetrics>,
+    /// A filtered read's counters.
+    pub(crate) filter: Option<Arc<FilterStats>>,
 }
 
 impl RecordBatchStream {
@@ -379,6 +492,17 @@ impl RecordBatchStream {
     /// The read's timings (a handle that outlives the stream).
     pub fn metrics(&self) -> &Arc<ReadMetrics> {
         &self.metrics
+    }
+
+    /// A filtered read's counters: zones ruled out, rows matched, how the other columns were
+    /// read (`None` for a read without a filter).
+    pub fn filter_stats(&self) -> Option<FilterCounts> {
+        self.filter.as_ref().map(|f| f.snapshot())
+    }
+
+    /// A filtered read's counters (a handle that outlives the stream).
+    pub fn filter_counters(&self) -> Option<Arc<FilterStats>> {
+        self.filter.clone()
     }
 
     /// The read's I/O scheduler (a handle that outlives the stream, for its counters).

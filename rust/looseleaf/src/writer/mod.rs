@@ -22,16 +22,22 @@ use object_store::{ObjectStore, WriteMultipart};
 
 mod column;
 mod shred;
+mod zone_map;
 
-use crate::encodings::strategy::{ColumnPolicies, EncodingPolicy};
+use crate::encodings::strategy::{ColumnPolicies, EncodingPolicy, ValueKind};
 use crate::error::{Error, Result, bail, ensure};
-use crate::format::proto::{BufferLocation, ColumnMetadata, Compression, Footer, PageMetadata};
+use crate::format::proto::{BufferLocation, ColumnMetadata, Compression, Footer, PageMetadata, ZoneMapLocation};
 use crate::format::schema::{FieldColumns, assign_columns, schema_to_proto};
 use crate::format::{self, BUFFER_ALIGNMENT, ColumnEntry, FileTail, MAJOR_VERSION, MINOR_VERSION};
 use column::{ColumnWriter, EncodedPage};
+use zone_map::ZoneMapBuilder;
 
 /// Default target size of a page: 8 MiB.
 pub const DEFAULT_PAGE_SIZE: u64 = 8 * 1024 * 1024;
+
+/// Default rows per zone of a zone map: see `docs/benchmarks.md` ("Filtered reads") for the
+/// measurement behind it.
+pub const DEFAULT_ZONE_MAP_ROWS: u64 = 8192;
 
 /// How many multipart uploads may be in flight while writing.
 const UPLOAD_CONCURRENCY: usize = 4;
@@ -54,6 +60,9 @@ pub struct WriterOptions {
     /// Whether to store a CRC-32 of every page buffer, which readers verify (on by default:
     /// about 20 GB/s on one core, so a small share of writing and reading).
     pub checksums: bool,
+    /// Rows per zone of the zone maps of flat top-level columns (null count, minimum and
+    /// maximum per zone, which filtered reads skip by); 0 writes none.
+    pub zone_map_rows: u64,
 }
 
 impl WriterOptions {
@@ -102,6 +111,11 @@ impl WriterOptions {
     pub fn with_checksums(self, checksums: bool) -> Self {
         Self { checksums, ..self }
     }
+
+    /// Rows per zone of the zone maps (0: no zone maps).
+    pub fn with_zone_map_rows(self, zone_map_rows: u64) -> Self {
+        Self { zone_map_rows, ..self }
+    }
 }
 
 impl Default for WriterOptions {
@@ -113,6 +127,7 @@ impl Default for WriterOptions {
             compression_level: 3,
             statistics: true,
             checksums: true,
+            zone_map_rows: DEFAULT_ZONE_MAP_ROWS,
         }
     }
 }
@@ -124,6 +139,8 @@ pub struct FileWriter {
     schema: SchemaRef,
     fields: Vec<FieldColumns>,
     columns: Vec<ColumnWriter>,
+    /// The zone map being built of each column that gets one, by column number.
+    zone_maps: Vec<Option<ZoneMapBuilder>>,
     options: WriterOptions,
     /// Bytes written so far (the offset of the next byte).
     position: u64,
@@ -166,7 +183,7 @@ impl FileWriter {
         let fields = assign_columns(&schema)?;
         // Check now that the footer can describe the schema, not after all the data is written.
         schema_to_proto(&schema)?;
-        let columns = shred::column_kinds(&fields)?
+        let columns: Vec<ColumnWriter> = shred::column_kinds(&fields)?
             .into_iter()
             .map(|(path, kind, data_type)| {
                 let policy = options.encodings.get(&path);
@@ -174,6 +191,18 @@ impl FileWriter {
             })
             .collect();
         ensure!(options.page_size > 0, invalid, "page_size must be positive");
+        let mut zone_maps: Vec<Option<ZoneMapBuilder>> = std::iter::repeat_with(|| None).take(columns.len()).collect();
+        if options.zone_map_rows > 0 {
+            // Flat top-level columns only: their values are the file's rows.
+            for tree in fields.iter().filter(|tree| tree.children.is_empty()) {
+                let kind = ValueKind::of(tree.field.data_type());
+                if let Some(slot) = tree.column.and_then(|c| zone_maps.get_mut(c as usize))
+                    && kind != ValueKind::Opaque
+                {
+                    *slot = Some(ZoneMapBuilder::new(options.zone_map_rows, kind));
+                }
+            }
+        }
         let upload =
             store.put_multipart_opts(path, Default::default()).await.map_err(|e| Error::io(location.clone(), e))?;
         let mut writer = Self {
@@ -182,6 +211,7 @@ impl FileWriter {
             schema,
             fields,
             columns,
+            zone_maps,
             options,
             position: 0,
             num_rows: 0,
@@ -239,6 +269,9 @@ impl FileWriter {
         for (column, array) in arrays {
             let index = column as usize;
             let writer = self.columns.get_mut(index).ok_or_else(|| Error::internal(format!("no column {column}")))?;
+            if let Some(Some(zones)) = self.zone_maps.get_mut(index) {
+                zones.append(&array)?;
+            }
             for page in writer.append(array, self.options.page_size) {
                 self.write_page(index, page?).await?;
             }
@@ -305,9 +338,17 @@ impl FileWriter {
                 self.write_page(index, page?).await?;
             }
         }
-        let mut entries = Vec::with_capacity(self.columns.len());
+        let mut zone_map_locations = Vec::with_capacity(self.columns.len());
         for index in 0..self.columns.len() {
-            let metadata = ColumnMetadata { pages: std::mem::take(&mut self.columns[index].pages) };
+            let location = match self.zone_maps[index].take() {
+                Some(builder) => Some(self.write_zone_map(builder).await?),
+                None => None,
+            };
+            zone_map_locations.push(location);
+        }
+        let mut entries = Vec::with_capacity(self.columns.len());
+        for (index, zone_map) in zone_map_locations.into_iter().enumerate() {
+            let metadata = ColumnMetadata { pages: std::mem::take(&mut self.columns[index].pages), zone_map };
             let bytes = prost::Message::encode_to_vec(&metadata);
             entries.push(ColumnEntry {
                 offset: self.position,
@@ -380,6 +421,24 @@ impl FileWriter {
             compression: page.compression as i32,
         });
         Ok(())
+    }
+
+    /// Writes a column's zone map (unaligned: it is read whole, never as Arrow memory).
+    async fn write_zone_map(&mut self, builder: ZoneMapBuilder) -> Result<ZoneMapLocation> {
+        let zone_map = builder.finish()?;
+        let bytes = prost::Message::encode_to_vec(&zone_map);
+        let buffer = BufferLocation {
+            offset: self.position,
+            size: bytes.len() as u64,
+            uncompressed_size: 0,
+            crc32: Some(crc32fast::hash(&bytes)),
+        };
+        self.write_bytes(&bytes).await?;
+        Ok(ZoneMapLocation {
+            buffer: Some(buffer),
+            rows_per_zone: self.options.zone_map_rows,
+            num_zones: zone_map.zones.len() as u64,
+        })
     }
 
     async fn write_bytes(&mut self, bytes: &[u8]) -> Result<()> {

@@ -9,7 +9,7 @@ use crate::encodings::compression::CompressedPageScheduler;
 use crate::encodings::physical::{PageContext, page_scheduler};
 use crate::encodings::{PageLoad, PageScheduler};
 use crate::error::{Result, ensure};
-use crate::format::proto::{ColumnMetadata, PageMetadata};
+use crate::format::proto::{ColumnMetadata, PageMetadata, ZoneMapLocation};
 use crate::io::{BufferChecks, EncodingsIo, PageIo, Priority};
 use crate::read::pages::{PageReceiver, PageSender, ReadContext, ScheduledPage, page_channel};
 use crate::read::scheduling_loop::ColumnJob;
@@ -30,6 +30,8 @@ pub struct ColumnPages {
     item_starts: Vec<u64>,
     /// End of the region where page buffers may lie.
     pub data_end: u64,
+    /// Where the column's zone map is, if it has one.
+    pub zone_map: Option<ZoneMapLocation>,
 }
 
 impl ColumnPages {
@@ -51,7 +53,7 @@ impl ColumnPages {
             item_starts.push(items);
         }
         let label = format!("{path:?} (number {column})").into();
-        Ok(Self { column, label, pages: metadata.pages, starts, item_starts, data_end })
+        Ok(Self { column, label, pages: metadata.pages, starts, item_starts, data_end, zone_map: metadata.zone_map })
     }
 
     /// Total number of values in the column.
@@ -272,6 +274,7 @@ mod tests {
     fn column(rows: &[u64]) -> ColumnPages {
         let metadata = ColumnMetadata {
             pages: rows.iter().map(|n| PageMetadata { num_rows: *n, ..Default::default() }).collect(),
+            zone_map: None,
         };
         ColumnPages::try_new(0, "x", metadata, 0).unwrap()
     }

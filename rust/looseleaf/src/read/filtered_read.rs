@@ -1,0 +1,587 @@
+//! Filtered reads: three stages, each reading less than the last would have.
+//!
+//! 1. **Zones** ([`crate::filter::prune`]): the zone maps of the filter columns (or their
+//!    pages' statistics) rule out the zones of rows no row of which can match. Only the filter
+//!    columns' zone maps are read.
+//! 2. **Filter columns**: the filter columns of the remaining rows are read and the predicate
+//!    evaluated exactly ([`crate::filter::evaluate`]).
+//! 3. **Other columns**: the rest of the projection, for the matching rows only, read either as
+//!    a scan of the rows stage 2 looked at (then filtered) or as a `take` of the matching rows,
+//!    whichever the planner says reads less: both are planned with the scheduling loop against a
+//!    [`PlanningIo`](crate::io::PlanningIo), each read costed as its bytes plus a fixed cost per
+//!    storage request (the coalescing gap of the storage, times [`REQUEST_COST_GAPS`]).
+//!
+//! Stages 2 and 3 go through the rows in chunks (at most [`MAX_CHUNK_ROWS`] rows, fewer when
+//! the filter columns are wide), so that memory holds one chunk's filter columns, not the
+//! file's; the next chunk's stage 2 runs while this chunk's stage 3 does. Every stage reads
+//! through one [`IoScheduler`](crate::io::IoScheduler), so the read keeps to one I/O buffer
+//! and depth, its requests ordered by row across stages, and `io_stats` counts them all.
+
+use std::collections::HashMap;
+use std::ops::Range;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use arrow_array::{ArrayRef, BooleanArray, RecordBatch, RecordBatchOptions};
+use arrow_buffer::{BooleanBuffer, BooleanBufferBuilder};
+use arrow_schema::{Schema, SchemaRef};
+use arrow_select::coalesce::BatchCoalescer;
+use futures::StreamExt;
+use tokio::sync::mpsc;
+
+use super::read_builder::{ReadBuilder, RecordBatchStream};
+use super::selection::RowSelection;
+use crate::error::{Error, Result};
+use crate::filter::evaluate::{FilterColumns, evaluate};
+use crate::filter::prune::candidate_rows;
+use crate::filter::{BoundPredicate, ZoneCounts};
+use crate::io::IoPlan;
+use crate::options::DEFAULT_BATCH_SIZE;
+use crate::read::metrics::ReadMetrics;
+
+/// Most rows of one chunk of stages 2 and 3.
+pub const MAX_CHUNK_ROWS: u64 = 1 << 20;
+/// Decoded bytes of filter columns a chunk aims at (its row count is cut to fit).
+const CHUNK_FILTER_BYTES: u64 = 32 << 20;
+/// A storage request costs as much as reading this many coalescing gaps of bytes.
+pub const REQUEST_COST_GAPS: u64 = 8;
+/// Above this share of matching rows, stage 3 scans without planning a take: a take of one
+/// row in eight reads nearly every block anyway.
+const DENSE_SHARE: f64 = 0.125;
+
+/// Counters of a filtered read, shared by its stages.
+#[derive(Debug, Default)]
+pub struct FilterStats {
+    zones_total: AtomicU64,
+    zones_skipped: AtomicU64,
+    candidate_rows: AtomicU64,
+    rows_matched: AtomicU64,
+    chunks_scanned: AtomicU64,
+    chunks_taken: AtomicU64,
+}
+
+/// A snapshot of a filtered read's counters.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct FilterCounts {
+    /// Zones of rows looked at by stage 1.
+    pub zones_total: u64,
+    /// Of which ruled out by their statistics.
+    pub zones_skipped: u64,
+    /// Rows stage 2 read the filter columns of.
+    pub candidate_rows: u64,
+    /// Rows that matched.
+    pub rows_matched: u64,
+    /// Chunks whose other columns were scanned.
+    pub chunks_scanned: u64,
+    /// Chunks whose other columns were read by a take of the matching rows.
+    pub chunks_taken: u64,
+}
+
+impl FilterStats {
+    /// The counters so far.
+    pub fn snapshot(&self) -> FilterCounts {
+        let get = |c: &AtomicU64| c.load(Ordering::Relaxed);
+        FilterCounts {
+            zones_total: get(&self.zones_total),
+            zones_skipped: get(&self.zones_skipped),
+            candidate_rows: get(&self.candidate_rows),
+            rows_matched: get(&self.rows_matched),
+            chunks_scanned: get(&self.chunks_scanned),
+            chunks_taken: get(&self.chunks_taken),
+        }
+    }
+}
+
+/// What a filtered read would do, from metadata and zone maps alone.
+#[derive(Debug, Clone)]
+pub struct FilteredPlan {
+    /// Zones looked at and ruled out.
+    pub zones: ZoneCounts,
+    /// Rows whose filter columns stage 2 reads.
+    pub candidate_rows: u64,
+    /// The I/O of stage 2 (the filter columns of those rows). Stage 3 depends on what matches.
+    pub filter_columns: IoPlan,
+}
+
+/// Where each output column comes from.
+#[derive(Debug, Clone, Copy)]
+enum Source {
+    /// A filter column (read in stage 2), by position among them.
+    Filter(usize),
+    /// Another column (read in stage 3), by position among them.
+    Other(usize),
+}
+
+/// Everything the stages share.
+struct Setup {
+    predicate: Arc<BoundPredicate>,
+    /// Filter fields: schema indices and names.
+    filter_fields: Vec<usize>,
+    filter_names: Vec<String>,
+    other_names: Vec<String>,
+    sources: Vec<Source>,
+    schema: SchemaRef,
+    candidates: RowSelection,
+    zones: ZoneCounts,
+    chunk_rows: u64,
+    batch_size: usize,
+    /// Sub-reads start from this: no columns, rows or filter set, the read's options.
+    base: ReadBuilder,
+}
+
+async fn setup(builder: &ReadBuilder) -> Result<Setup> {
+    let file = builder.file();
+    let predicate = builder.filter().ok_or_else(|| Error::internal("a filtered read without a filter"))?;
+    let predicate = BoundPredicate::bind(predicate, file.schema().fields())?;
+    let rows = builder.selection()?;
+    let filter_fields = predicate.fields();
+    let filter_names: Vec<String> = filter_fields.iter().map(|&f| file.schema().field(f).name().clone()).collect();
+    let zones = file.column_zones(&filter_fields).await?;
+    let (candidates, counts) = candidate_rows(&predicate, &zones, &rows);
+    let (_, schema) = builder.output_fields().await?;
+    let output_names: Vec<String> = match builder.columns() {
+        Some(columns) => columns.to_vec(),
+        None => file.schema().fields().iter().map(|f| f.name().clone()).collect(),
+    };
+    let mut other_names = Vec::new();
+    let sources = output_names
+        .iter()
+        .map(|name| match filter_names.iter().position(|f| f == name) {
+            Some(i) => Source::Filter(i),
+            None => {
+                other_names.push(name.clone());
+                Source::Other(other_names.len() - 1)
+            }
+        })
+        .collect();
+    // Chunks sized so that the filter columns of one stay near CHUNK_FILTER_BYTES.
+    let columns: Vec<u32> =
+        filter_fields.iter().filter_map(|&f| file.field_columns().get(f)).flat_map(|t| t.columns()).collect();
+    let pages = file.load_columns(&columns).await?;
+    let filter_bytes: u64 = pages.values().map(|c| c.num_bytes()).sum();
+    let row_bytes = (filter_bytes / file.num_rows().max(1)).max(1);
+    let chunk_rows = (CHUNK_FILTER_BYTES / row_bytes).clamp(8192, MAX_CHUNK_ROWS);
+    let options = builder.resolved_options();
+    let batch_size = options.batch_size.unwrap_or(DEFAULT_BATCH_SIZE).get();
+    let base = ReadBuilder::new(file.clone()).with_options(builder.resolved_options());
+    let base = match builder.explicit_io_options() {
+        Some(io) => base.with_io_options(io),
+        None => base,
+    };
+    Ok(Setup {
+        predicate: Arc::new(predicate),
+        filter_fields,
+        filter_names,
+        other_names,
+        sources,
+        schema,
+        candidates,
+        zones: counts,
+        chunk_rows,
+        batch_size,
+        base,
+    })
+}
+
+/// A sub-read of `columns`: the read's options, its dictionary columns among `columns`.
+fn sub_read(base: &ReadBuilder, columns: &[String]) -> ReadBuilder {
+    let mut options = base.resolved_options();
+    if let Some(dictionary) = options.dictionary_columns.take() {
+        let kept: Vec<String> = dictionary.into_iter().filter(|d| columns.contains(d)).collect();
+        options.dictionary_columns = (!kept.is_empty()).then_some(kept);
+    }
+    base.clone().with_options(options).with_columns(columns.to_vec())
+}
+
+/// Starts a filtered read (see the module documentation).
+pub(crate) async fn filtered_stream(builder: ReadBuilder) -> Result<RecordBatchStream> {
+    let setup = setup(&builder).await?;
+    let io = builder.new_io_scheduler();
+    let stats = Arc::new(FilterStats::default());
+    stats.zones_total.store(setup.zones.total, Ordering::Relaxed);
+    stats.zones_skipped.store(setup.zones.skipped, Ordering::Relaxed);
+    stats.candidate_rows.store(setup.candidates.num_rows(), Ordering::Relaxed);
+    let schema = setup.schema.clone();
+    // Two batches in flight: the consumer's and the next.
+    let (sender, receiver) = mpsc::channel(2);
+    let task = tokio::spawn(run(setup, io.clone(), stats.clone(), sender.clone()));
+    let batches = futures::stream::unfold((receiver, AbortOnDrop(task)), |(mut receiver, task)| async move {
+        receiver.recv().await.map(|batch| (batch, (receiver, task)))
+    })
+    .boxed();
+    drop(sender);
+    Ok(RecordBatchStream { schema, batches, io, metrics: Arc::new(ReadMetrics::default()), filter: Some(stats) })
+}
+
+/// Stops the stages when the stream is dropped.
+struct AbortOnDrop(tokio::task::JoinHandle<()>);
+
+impl Drop for AbortOnDrop {
+    fn drop(&mut self) {
+        self.0.abort();
+    }
+}
+
+async fn run(
+    setup: Setup,
+    io: crate::io::IoScheduler,
+    stats: Arc<FilterStats>,
+    sender: mpsc::Sender<Result<RecordBatch>>,
+) {
+    if let Err(error) = run_chunks(&setup, io, &stats, &sender).await {
+        let _ = sender.send(Err(error)).await;
+    }
+}
+
+async fn run_chunks(
+    setup: &Setup,
+    io: crate::io::IoScheduler,
+    stats: &FilterStats,
+    sender: &mpsc::Sender<Result<RecordBatch>>,
+) -> Result<()> {
+    let base = setup.base.clone().with_io_scheduler(io);
+    let chunks = split(&setup.candidates, setup.chunk_rows);
+    let start_stage2 = |chunk: RowSelection| {
+        let read = sub_read(&base, &setup.filter_names).with_selection(chunk.clone());
+        let (predicate, fields) = (setup.predicate.clone(), setup.filter_fields.clone());
+        tokio::spawn(evaluate_chunk(read, chunk, predicate, fields))
+    };
+    let mut output = Output::new(setup.schema.clone(), setup.batch_size);
+    let mut next = chunks.first().cloned().map(start_stage2);
+    for (i, chunk) in chunks.iter().enumerate() {
+        let Some(handle) = next.take() else { break };
+        let evaluated = handle.await.map_err(|e| Error::internal(format!("a filter task failed: {e}")))??;
+        next = chunks.get(i + 1).cloned().map(start_stage2);
+        stats.rows_matched.fetch_add(evaluated.matched, Ordering::Relaxed);
+        if evaluated.matched == 0 {
+            continue;
+        }
+        if setup.other_names.is_empty() {
+            for (batch, mask) in &evaluated.batches {
+                output.push(assemble(setup, batch, None)?, Some(mask))?;
+            }
+        } else if take_is_cheaper(setup, &base, chunk, &evaluated).await? {
+            stats.chunks_taken.fetch_add(1, Ordering::Relaxed);
+            let indices = evaluated.matching_rows(chunk);
+            let others = sub_read(&base, &setup.other_names).take_unfiltered(&indices).await?;
+            let kept: Vec<RecordBatch> = evaluated
+                .batches
+                .iter()
+                .map(|(batch, mask)| {
+                    arrow_select::filter::filter_record_batch(batch, &BooleanArray::new(mask.clone(), None))
+                })
+                .collect::<std::result::Result<_, _>>()?;
+            let filter_side = concat(&kept)?;
+            output.push(assemble(setup, &filter_side, Some(&others))?, None)?;
+        } else {
+            stats.chunks_scanned.fetch_add(1, Ordering::Relaxed);
+            let mut cursor = Cursor::new(&evaluated.batches);
+            let mut stream =
+                sub_read(&base, &setup.other_names).with_selection(chunk.clone()).stream_unfiltered().await?;
+            while let Some(others) = stream.next().await {
+                let others = others?;
+                let (filter_side, mask) = cursor.next(others.num_rows())?;
+                output.push(assemble(setup, &filter_side, Some(&others))?, Some(&mask))?;
+                output.send_completed(sender).await?;
+            }
+        }
+        output.send_completed(sender).await?;
+    }
+    output.finish(sender).await
+}
+
+/// The filter columns of a chunk, batch by batch, with the rows that matched.
+struct Evaluated {
+    batches: Vec<(RecordBatch, BooleanBuffer)>,
+    matched: u64,
+}
+
+impl Evaluated {
+    /// The file rows of `chunk` that matched.
+    fn matching_rows(&self, chunk: &RowSelection) -> Vec<u64> {
+        let mut rows = chunk.ranges().iter().flat_map(|r| r.clone());
+        let mut out = Vec::with_capacity(self.matched as usize);
+        for (_, mask) in &self.batches {
+            for keep in mask.iter() {
+                match rows.next() {
+                    Some(row) if keep => out.push(row),
+                    _ => {}
+                }
+            }
+        }
+        out
+    }
+}
+
+async fn evaluate_chunk(
+    read: ReadBuilder,
+    chunk: RowSelection,
+    predicate: Arc<BoundPredicate>,
+    fields: Vec<usize>,
+) -> Result<Evaluated> {
+    let batches: Vec<RecordBatch> = if fields.is_empty() {
+        // A predicate of constants: one batch of no columns.
+        let options = RecordBatchOptions::new().with_row_count(Some(chunk.num_rows() as usize));
+        vec![RecordBatch::try_new_with_options(Arc::new(Schema::empty()), vec![], &options)?]
+    } else {
+        let mut stream = read.stream_unfiltered().await?;
+        let mut batches = Vec::new();
+        while let Some(batch) = stream.next().await {
+            batches.push(batch?);
+        }
+        batches
+    };
+    let mut matched = 0;
+    let mut out = Vec::with_capacity(batches.len());
+    for batch in batches {
+        let columns: FilterColumns = fields.iter().copied().zip(batch.columns()).collect();
+        let mask = evaluate(&predicate, &columns, batch.num_rows())?;
+        matched += mask.count_set_bits() as u64;
+        out.push((batch, mask));
+    }
+    Ok(Evaluated { batches: out, matched })
+}
+
+/// Whether a take of the matching rows of `chunk` reads less than a scan of it.
+async fn take_is_cheaper(
+    setup: &Setup,
+    base: &ReadBuilder,
+    chunk: &RowSelection,
+    evaluated: &Evaluated,
+) -> Result<bool> {
+    if evaluated.matched as f64 >= DENSE_SHARE * chunk.num_rows() as f64 {
+        return Ok(false);
+    }
+    let read = sub_read(base, &setup.other_names);
+    let request = read.io_options().coalesce.gap.get().max(4096) * REQUEST_COST_GAPS;
+    let cost = |plan: &IoPlan| {
+        let total = plan.total();
+        total.read_bytes + total.reads * request
+    };
+    let scan = read.clone().with_selection(chunk.clone()).plan_unfiltered().await?;
+    let take = read.with_indices(evaluated.matching_rows(chunk)).plan_unfiltered().await?;
+    Ok(cost(&take) < cost(&scan))
+}
+
+/// Splits `selection` into selections of at most `rows` rows.
+fn split(selection: &RowSelection, rows: u64) -> Vec<RowSelection> {
+    let mut chunks = Vec::new();
+    let mut current: Vec<Range<u64>> = Vec::new();
+    let mut count = 0;
+    for range in selection.ranges() {
+        let mut start = range.start;
+        while start < range.end {
+            let end = range.end.min(start + (rows - count));
+            current.push(start..end);
+            count += end - start;
+            start = end;
+            if count == rows {
+                chunks.push(RowSelection::from_sorted_ranges(std::mem::take(&mut current)));
+                count = 0;
+            }
+        }
+    }
+    if !current.is_empty() {
+        chunks.push(RowSelection::from_sorted_ranges(current));
+    }
+    chunks
+}
+
+/// Walks the filter batches of a chunk in step with the batches of another read of its rows.
+struct Cursor<'a> {
+    batches: &'a [(RecordBatch, BooleanBuffer)],
+    index: usize,
+    offset: usize,
+}
+
+impl<'a> Cursor<'a> {
+    fn new(batches: &'a [(RecordBatch, BooleanBuffer)]) -> Self {
+        Self { batches, index: 0, offset: 0 }
+    }
+
+    /// The next `rows` rows of filter columns and mask.
+    fn next(&mut self, rows: usize) -> Result<(RecordBatch, BooleanBuffer)> {
+        let mut pieces = Vec::new();
+        let mut mask = BooleanBufferBuilder::new(rows);
+        let mut left = rows;
+        while left > 0 {
+            let (batch, bits) = self
+                .batches
+                .get(self.index)
+                .ok_or_else(|| Error::internal("a filtered read's stages disagree on rows"))?;
+            let n = left.min(batch.num_rows() - self.offset);
+            pieces.push(batch.slice(self.offset, n));
+            mask.append_buffer(&bits.slice(self.offset, n));
+            left -= n;
+            self.offset += n;
+            if self.offset == batch.num_rows() {
+                self.index += 1;
+                self.offset = 0;
+            }
+        }
+        let batch = match pieces.len() {
+            1 => pieces.remove(0),
+            _ => concat(&pieces)?,
+        };
+        Ok((batch, mask.finish()))
+    }
+}
+
+fn concat(batches: &[RecordBatch]) -> Result<RecordBatch> {
+    match batches {
+        [] => Err(Error::internal("nothing to concatenate")),
+        [one] => Ok(one.clone()),
+        [first, ..] if first.num_columns() == 0 => {
+            let rows = batches.iter().map(|b| b.num_rows()).sum();
+            let options = RecordBatchOptions::new().with_row_count(Some(rows));
+            Ok(RecordBatch::try_new_with_options(first.schema(), vec![], &options)?)
+        }
+        [first, ..] => Ok(arrow_select::concat::concat_batches(&first.schema(), batches)?),
+    }
+}
+
+/// The output batch of rows that have `filter_side` filter columns and `others` other columns.
+fn assemble(setup: &Setup, filter_side: &RecordBatch, others: Option<&RecordBatch>) -> Result<RecordBatch> {
+    let columns: Vec<ArrayRef> = setup
+        .sources
+        .iter()
+        .map(|source| match source {
+            Source::Filter(i) => Ok(filter_side.column(*i).clone()),
+            Source::Other(i) => {
+                others.map(|o| o.column(*i).clone()).ok_or_else(|| Error::internal("an output column was not read"))
+            }
+        })
+        .collect::<Result<_>>()?;
+    let options = RecordBatchOptions::new().with_row_count(Some(filter_side.num_rows()));
+    Ok(RecordBatch::try_new_with_options(setup.schema.clone(), columns, &options)?)
+}
+
+/// The read's output: batches of the matching rows, coalesced to the batch size.
+struct Output {
+    coalescer: Option<BatchCoalescer>,
+    /// For a projection of no columns: rows matched not yet handed out.
+    pending_rows: usize,
+    schema: SchemaRef,
+    batch_size: usize,
+    ready: Vec<RecordBatch>,
+}
+
+impl Output {
+    fn new(schema: SchemaRef, batch_size: usize) -> Self {
+        let coalescer = (!schema.fields().is_empty()).then(|| BatchCoalescer::new(schema.clone(), batch_size));
+        Self { coalescer, pending_rows: 0, schema, batch_size, ready: Vec::new() }
+    }
+
+    fn push(&mut self, batch: RecordBatch, mask: Option<&BooleanBuffer>) -> Result<()> {
+        match &mut self.coalescer {
+            Some(coalescer) => {
+                match mask {
+                    Some(mask) => coalescer.push_batch_with_filter(batch, &BooleanArray::new(mask.clone(), None))?,
+                    None => coalescer.push_batch(batch)?,
+                }
+                while let Some(done) = coalescer.next_completed_batch() {
+                    self.ready.push(done);
+                }
+            }
+            None => {
+                self.pending_rows += mask.map_or(batch.num_rows(), |m| m.count_set_bits());
+                while self.pending_rows >= self.batch_size {
+                    self.pending_rows -= self.batch_size;
+                    self.ready.push(self.empty_batch(self.batch_size)?);
+                }
+            }
+        }
+        Ok(())
+    }
+
+    fn empty_batch(&self, rows: usize) -> Result<RecordBatch> {
+        let options = RecordBatchOptions::new().with_row_count(Some(rows));
+        Ok(RecordBatch::try_new_with_options(self.schema.clone(), vec![], &options)?)
+    }
+
+    async fn send_completed(&mut self, sender: &mpsc::Sender<Result<RecordBatch>>) -> Result<()> {
+        for batch in self.ready.drain(..) {
+            if sender.send(Ok(batch)).await.is_err() {
+                // The stream was dropped: nothing more to do.
+                return Err(Error::internal("the filtered read's consumer is gone"));
+            }
+        }
+        Ok(())
+    }
+
+    async fn finish(mut self, sender: &mpsc::Sender<Result<RecordBatch>>) -> Result<()> {
+        match &mut self.coalescer {
+            Some(coalescer) => {
+                coalescer.finish_buffered_batch()?;
+                while let Some(done) = coalescer.next_completed_batch() {
+                    self.ready.push(done);
+                }
+            }
+            None if self.pending_rows > 0 => {
+                let last = self.empty_batch(self.pending_rows)?;
+                self.ready.push(last);
+            }
+            None => {}
+        }
+        self.send_completed(sender).await
+    }
+}
+
+/// A `take` with a filter: the rows at `indices` that match, in the order of `indices`.
+pub(crate) async fn filtered_take(builder: ReadBuilder, indices: &[u64]) -> Result<RecordBatch> {
+    let file = builder.file().clone();
+    let predicate = builder.filter().ok_or_else(|| Error::internal("a filtered take without a filter"))?;
+    let predicate = BoundPredicate::bind(predicate, file.schema().fields())?;
+    let (_, schema) = builder.output_fields().await?;
+    let mut names: Vec<String> = match builder.columns() {
+        Some(columns) => columns.to_vec(),
+        None => file.schema().fields().iter().map(|f| f.name().clone()).collect(),
+    };
+    let output_len = names.len();
+    let fields = predicate.fields();
+    let mut positions: HashMap<usize, usize> = HashMap::new();
+    for &field in &fields {
+        let name = file.schema().field(field).name();
+        let position = match names.iter().position(|n| n == name) {
+            Some(p) => p,
+            None => {
+                names.push(name.clone());
+                names.len() - 1
+            }
+        };
+        positions.insert(field, position);
+    }
+    let mut read = ReadBuilder::new(file.clone()).with_options(builder.resolved_options());
+    if let Some(io) = builder.explicit_io_options() {
+        read = read.with_io_options(io);
+    }
+    let batch = sub_read(&read, &names).take_unfiltered(indices).await?;
+    let columns: FilterColumns = positions.iter().map(|(field, p)| (*field, batch.column(*p))).collect();
+    let mask = evaluate(&predicate, &columns, batch.num_rows())?;
+    let kept = arrow_select::filter::filter_record_batch(&batch, &BooleanArray::new(mask, None))?;
+    let options = RecordBatchOptions::new().with_row_count(Some(kept.num_rows()));
+    Ok(RecordBatch::try_new_with_options(schema, kept.columns()[..output_len].to_vec(), &options)?)
+}
+
+/// The plan of a filtered read's first two stages.
+pub(crate) async fn filtered_plan(builder: ReadBuilder) -> Result<FilteredPlan> {
+    let setup = setup(&builder).await?;
+    let filter_columns = if setup.filter_names.is_empty() || setup.candidates.num_rows() == 0 {
+        IoPlan::default()
+    } else {
+        sub_read(&setup.base, &setup.filter_names).with_selection(setup.candidates.clone()).plan_unfiltered().await?
+    };
+    Ok(FilteredPlan { zones: setup.zones, candidate_rows: setup.candidates.num_rows(), filter_columns })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn split_cuts_selections_at_a_row_count() {
+        let selection = RowSelection::from_sorted_ranges(vec![0..5, 10..13, 20..30]);
+        let chunks: Vec<Vec<Range<u64>>> = split(&selection, 4).iter().map(|c| c.ranges().to_vec()).collect();
+        assert_eq!(chunks, vec![vec![0..4], vec![4..5, 10..13], vec![20..24], vec![24..28], vec![28..30]]);
+    }
+}

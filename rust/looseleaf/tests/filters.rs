@@ -1,0 +1,270 @@
+//! Filtered reads: for random data and random predicates, every read with a filter returns
+//! exactly the rows a row-by-row evaluation of the predicate keeps (three-valued logic written
+//! out here, independent of the engine's kernels), and zones are skipped without losing rows.
+
+// Tests report failures by panicking.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+mod common;
+
+use std::sync::Arc;
+
+use arrow_array::{Array, ArrayRef, Float64Array, Int32Array, Int64Array, RecordBatch, StringArray, UInt64Array};
+use arrow_schema::{DataType, Field, Schema, SchemaRef};
+use common::{read_to_end, runtime, write_file_with};
+use looseleaf::filter::{CompareOp, Predicate};
+use looseleaf::{FileReader, WriterOptions};
+use proptest::prelude::*;
+use rand::rngs::StdRng;
+use rand::{Rng, SeedableRng};
+
+/// Rows: `k` ascending int64 with nulls, `v` random int32, `f` float64 with NaN and -0.0,
+/// `s` short strings.
+fn table(rng: &mut StdRng, rows: usize) -> RecordBatch {
+    let schema = Arc::new(Schema::new(vec![
+        Field::new("k", DataType::Int64, true),
+        Field::new("v", DataType::Int32, true),
+        Field::new("f", DataType::Float64, true),
+        Field::new("s", DataType::Utf8, true),
+    ]));
+    let null = |rng: &mut StdRng| rng.random_bool(0.1);
+    let k: Int64Array = (0..rows as i64).map(|i| (!null(rng)).then_some(i * 3)).collect();
+    let v: Int32Array = (0..rows).map(|_| (!null(rng)).then(|| rng.random_range(-50..50))).collect();
+    let f: Float64Array = (0..rows)
+        .map(|_| {
+            (!null(rng)).then(|| match rng.random_range(0..10) {
+                0 => f64::NAN,
+                1 => -0.0,
+                _ => rng.random_range(-10.0..10.0),
+            })
+        })
+        .collect();
+    let s: StringArray = (0..rows).map(|_| (!null(rng)).then(|| format!("s{}", rng.random_range(0..30)))).collect();
+    RecordBatch::try_new(schema, vec![Arc::new(k), Arc::new(v), Arc::new(f), Arc::new(s)]).unwrap()
+}
+
+/// A predicate with its own evaluator.
+#[derive(Debug, Clone)]
+enum P {
+    Int(&'static str, CompareOp, i64),
+    Float(CompareOp, f64),
+    Str(CompareOp, String),
+    In(Vec<i32>),
+    IsNull(&'static str),
+    And(Box<P>, Box<P>),
+    Or(Box<P>, Box<P>),
+    Not(Box<P>),
+}
+
+fn holds<T: PartialOrd>(op: CompareOp, a: T, b: T) -> bool {
+    match op {
+        CompareOp::Eq => a == b,
+        CompareOp::NotEq => a != b,
+        CompareOp::Lt => a < b,
+        CompareOp::LtEq => a <= b,
+        CompareOp::Gt => a > b,
+        CompareOp::GtEq => a >= b,
+    }
+}
+
+impl P {
+    fn predicate(&self) -> Predicate {
+        let col = |c: &str| vec![c.to_string()];
+        match self {
+            P::Int(c, op, v) => {
+                Predicate::Compare { column: col(c), op: *op, value: Arc::new(Int64Array::from(vec![*v])) }
+            }
+            P::Float(op, v) => {
+                Predicate::Compare { column: col("f"), op: *op, value: Arc::new(Float64Array::from(vec![*v])) }
+            }
+            P::Str(op, v) => {
+                Predicate::Compare { column: col("s"), op: *op, value: Arc::new(StringArray::from(vec![v.as_str()])) }
+            }
+            P::In(values) => Predicate::In {
+                column: col("v"),
+                values: Arc::new(Int32Array::from(values.clone())),
+                nulls: Default::default(),
+            },
+            P::IsNull(c) => Predicate::IsNull(col(c)),
+            P::And(a, b) => a.predicate().and(b.predicate()),
+            P::Or(a, b) => a.predicate().or(b.predicate()),
+            P::Not(a) => a.predicate().not(),
+        }
+    }
+
+    fn eval(&self, t: &RecordBatch, row: usize) -> Option<bool> {
+        let int = |c: &str| {
+            let a = t.column_by_name(c).unwrap();
+            a.is_valid(row).then(|| match a.data_type() {
+                DataType::Int64 => a.as_any().downcast_ref::<Int64Array>().unwrap().value(row),
+                _ => a.as_any().downcast_ref::<Int32Array>().unwrap().value(row) as i64,
+            })
+        };
+        match self {
+            P::Int(c, op, v) => int(c).map(|x| holds(*op, x, *v)),
+            P::Float(op, v) => {
+                let a = t.column_by_name("f").unwrap().as_any().downcast_ref::<Float64Array>().unwrap();
+                a.is_valid(row).then(|| holds(*op, a.value(row), *v))
+            }
+            P::Str(op, v) => {
+                let a = t.column_by_name("s").unwrap().as_any().downcast_ref::<StringArray>().unwrap();
+                a.is_valid(row).then(|| holds(*op, a.value(row), v.as_str()))
+            }
+            // Arrow's default: a null is in no set without nulls (false, not null).
+            P::In(values) => Some(int("v").is_some_and(|x| values.contains(&(x as i32)))),
+            P::IsNull(c) => Some(t.column_by_name(c).unwrap().is_null(row)),
+            P::And(a, b) => match (a.eval(t, row), b.eval(t, row)) {
+                (Some(false), _) | (_, Some(false)) => Some(false),
+                (Some(true), Some(true)) => Some(true),
+                _ => None,
+            },
+            P::Or(a, b) => match (a.eval(t, row), b.eval(t, row)) {
+                (Some(true), _) | (_, Some(true)) => Some(true),
+                (Some(false), Some(false)) => Some(false),
+                _ => None,
+            },
+            P::Not(a) => a.eval(t, row).map(|x| !x),
+        }
+    }
+}
+
+fn random_op(rng: &mut StdRng) -> CompareOp {
+    [CompareOp::Eq, CompareOp::NotEq, CompareOp::Lt, CompareOp::LtEq, CompareOp::Gt, CompareOp::GtEq]
+        [rng.random_range(0..6)]
+}
+
+fn random_predicate(rng: &mut StdRng, rows: usize, depth: u32) -> P {
+    match rng.random_range(0..if depth == 0 { 6 } else { 9 }) {
+        0 => P::Int("k", random_op(rng), rng.random_range(-5..(rows as i64 * 3 + 5))),
+        1 => P::Int("v", random_op(rng), rng.random_range(-60..60)),
+        2 => P::Float(random_op(rng), [0.0, -0.0, 1.5, f64::NAN, -3.0][rng.random_range(0..5)]),
+        3 => P::Str(random_op(rng), format!("s{}", rng.random_range(0..35))),
+        4 => P::In((0..rng.random_range(0..4)).map(|_| rng.random_range(-50..50)).collect()),
+        5 => P::IsNull(["k", "v", "f", "s"][rng.random_range(0..4)]),
+        6 => P::And(Box::new(random_predicate(rng, rows, depth - 1)), Box::new(random_predicate(rng, rows, depth - 1))),
+        7 => P::Or(Box::new(random_predicate(rng, rows, depth - 1)), Box::new(random_predicate(rng, rows, depth - 1))),
+        _ => P::Not(Box::new(random_predicate(rng, rows, depth - 1))),
+    }
+}
+
+/// The rows of `t` (projected to `columns`) where `p` is true.
+fn expected(t: &RecordBatch, p: &P, rows: impl Iterator<Item = usize>, columns: &[&str]) -> RecordBatch {
+    let kept: Vec<u64> = rows.filter(|&r| p.eval(t, r) == Some(true)).map(|r| r as u64).collect();
+    let projected = t.project(&columns.iter().map(|c| t.schema().index_of(c).unwrap()).collect::<Vec<_>>()).unwrap();
+    arrow_select::take::take_record_batch(&projected, &UInt64Array::from(kept)).unwrap()
+}
+
+fn concat(schema: &SchemaRef, batches: &[RecordBatch]) -> RecordBatch {
+    arrow_select::concat::concat_batches(schema, batches).unwrap()
+}
+
+fn filter_case(seed: u64, rows: usize, zone_rows: u64, page_size: u64) {
+    let mut rng = StdRng::seed_from_u64(seed);
+    let t = table(&mut rng, rows);
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("f.leaf");
+    let options = WriterOptions::default().with_page_size(page_size).with_zone_map_rows(zone_rows);
+    runtime().block_on(write_file_with(&path, &t.schema(), std::slice::from_ref(&t), options));
+    let file = runtime().block_on(FileReader::open_path(&path)).unwrap();
+    for _ in 0..16 {
+        let p = random_predicate(&mut rng, rows, 2);
+        let predicate = p.predicate();
+        let projections: [&[&str]; 3] = [&["k", "v", "f", "s"], &["s", "k"], &["v"]];
+        for columns in projections {
+            let names: Vec<String> = columns.iter().map(|c| c.to_string()).collect();
+            let batch_size = rng.random_range(1..200);
+            let read = file
+                .read()
+                .with_columns(names.clone())
+                .with_filter(predicate.clone())
+                .with_batch_size(common::nz(batch_size));
+            let out = runtime().block_on(read_to_end(read)).unwrap();
+            let want = expected(&t, &p, 0..rows, columns);
+            assert_eq!(concat(&out.schema, &out.batches), want, "scan of {columns:?} with {p:?}");
+            assert!(out.batches.iter().all(|b| b.num_rows() <= batch_size), "batches larger than the batch size");
+            // A range of rows.
+            let start = rng.random_range(0..=rows);
+            let end = rng.random_range(start..=rows);
+            let read = file
+                .read()
+                .with_columns(names.clone())
+                .with_row_range(start as u64..end as u64)
+                .with_filter(predicate.clone());
+            let out = runtime().block_on(read_to_end(read)).unwrap();
+            assert_eq!(
+                concat(&out.schema, &out.batches),
+                expected(&t, &p, start..end, columns),
+                "range {start}..{end} with {p:?}"
+            );
+            // A take in any order, with repeats.
+            if rows > 0 {
+                let indices: Vec<u64> =
+                    (0..rng.random_range(0..50)).map(|_| rng.random_range(0..rows as u64)).collect();
+                let read = file.read().with_columns(names).with_filter(predicate.clone());
+                let got = runtime().block_on(read.take(&indices)).unwrap();
+                let want = expected(&t, &p, indices.iter().map(|i| *i as usize), columns);
+                assert_eq!(got, want, "take {indices:?} with {p:?}");
+            }
+        }
+    }
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(24))]
+
+    #[test]
+    fn filtered_reads_keep_exactly_the_matching_rows(
+        seed in any::<u64>(),
+        rows in prop_oneof![1 => Just(0usize), 2 => 1usize..50, 5 => 50usize..3000],
+        zone_rows in prop_oneof![Just(0u64), 1u64..8, 8u64..300],
+        page_size in prop_oneof![256u64..2048, Just(1u64 << 20)],
+    ) {
+        filter_case(seed, rows, zone_rows, page_size);
+    }
+}
+
+#[test]
+fn zones_are_skipped_on_sorted_data_and_counted() {
+    let mut rng = StdRng::seed_from_u64(7);
+    let t = table(&mut rng, 20_000);
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("sorted.leaf");
+    let options = WriterOptions::default().with_zone_map_rows(1000);
+    runtime().block_on(write_file_with(&path, &t.schema(), std::slice::from_ref(&t), options));
+    let file = runtime().block_on(FileReader::open_path(&path)).unwrap();
+    // k = 3 * row: rows 5000..5100.
+    let p = P::And(Box::new(P::Int("k", CompareOp::GtEq, 15_000)), Box::new(P::Int("k", CompareOp::Lt, 15_300)));
+    let read = file.read().with_filter(p.predicate());
+    let mut stream = runtime().block_on(read.clone().stream()).unwrap();
+    let batches: Vec<RecordBatch> = runtime().block_on(futures::TryStreamExt::try_collect(&mut stream)).unwrap();
+    let counts = stream.filter_stats().unwrap();
+    assert_eq!(concat(stream.schema(), &batches), expected(&t, &p, 0..20_000, &["k", "v", "f", "s"]));
+    assert_eq!((counts.zones_total, counts.zones_skipped), (20, 19), "{counts:?}");
+    assert_eq!(counts.candidate_rows, 1000);
+    let plan = runtime().block_on(read.filter_plan()).unwrap();
+    assert_eq!((plan.zones.skipped, plan.candidate_rows), (19, 1000));
+    // A file without zone maps is filtered by its pages' statistics, still exactly.
+    let path = dir.path().join("no_zones.leaf");
+    let options = WriterOptions::default().with_zone_map_rows(0).with_page_size(4096);
+    runtime().block_on(write_file_with(&path, &t.schema(), std::slice::from_ref(&t), options));
+    let file = runtime().block_on(FileReader::open_path(&path)).unwrap();
+    let out = runtime().block_on(read_to_end(file.read().with_filter(p.predicate()))).unwrap();
+    assert_eq!(concat(&out.schema, &out.batches), expected(&t, &p, 0..20_000, &["k", "v", "f", "s"]));
+}
+
+#[test]
+fn bad_filters_are_clear_errors() {
+    let mut rng = StdRng::seed_from_u64(1);
+    let t = table(&mut rng, 10);
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("t.leaf");
+    runtime().block_on(write_file_with(&path, &t.schema(), std::slice::from_ref(&t), WriterOptions::default()));
+    let file = runtime().block_on(FileReader::open_path(&path)).unwrap();
+    let unknown = Predicate::IsNull(vec!["nope".into()]);
+    let e = runtime().block_on(read_to_end(file.read().with_filter(unknown))).unwrap_err().to_string();
+    assert!(e.contains("nope") && e.contains("t.leaf"), "{e}");
+    let mismatched: ArrayRef = Arc::new(StringArray::from(vec!["x"]));
+    let p = Predicate::Compare { column: vec!["k".into()], op: CompareOp::Eq, value: mismatched };
+    let e = runtime().block_on(read_to_end(file.read().with_filter(p))).unwrap_err().to_string();
+    assert!(e.contains("cannot compare column \"k\""), "{e}");
+}
