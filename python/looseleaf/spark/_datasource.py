@@ -30,7 +30,7 @@ from pyspark.sql.datasource import (
 from pyspark.sql.types import StructType
 
 from .. import _looseleaf
-from ..exceptions import NotFoundError, SchemaMismatchError
+from ..exceptions import InvalidArgumentError, NotFoundError, SchemaMismatchError
 from ..reader import FileReader
 from ..reader import open as open_file
 from ..writer import FileWriter
@@ -128,12 +128,40 @@ class LooseleafReader(DataSourceReader):
         # declared (possibly user-given) schema's top-level columns.
         self.columns = options.columns or schema.fieldNames()
         self.filters = FilterPlan()
+        # The engine's filter of each read (set by `partitions`, on the driver).
+        self.filter: Any = None
 
     def partitions(self) -> list[InputPartition]:
         plan = plan_read(self.options, self.schema)
-        # Ranges no predicate of self.filters can match are to be dropped here, once the
-        # engine evaluates predicates against its statistics (it does not yet).
-        return [LooseleafPartition(tuple(ranges)) for ranges in plan.partitions]
+        partitions = plan.partitions
+        self.filter = self.filters.expression(_float_columns(self.schema)) if self.filters else None
+        if self.filter is not None:
+            partitions = self._prune(partitions)
+        # Spark expects at least one partition; an empty one reads nothing.
+        return [LooseleafPartition(tuple(ranges)) for ranges in partitions] or [LooseleafPartition(())]
+
+    def _prune(self, partitions: list[list[FileRange]]) -> list[list[FileRange]]:
+        """Drops the ranges whose zone maps rule out every row of the filter (the engine's
+        filtered-read plan, from metadata and zone maps only)."""
+        readers: dict[str, FileReader] = {}
+        kept = []
+        for ranges in partitions:
+            survivors = []
+            for r in ranges:
+                reader = readers.get(r.path)
+                if reader is None:
+                    reader = readers[r.path] = open_file(r.path, **self.options.storage.open_kwargs())
+                try:
+                    planned = reader.plan(self.columns, start=r.start, num_rows=r.count, filter=self.filter)
+                except InvalidArgumentError:
+                    # A filter the engine cannot evaluate on these columns: Spark does.
+                    self.filter = None
+                    return partitions
+                if planned["filter"]["candidate_rows"] > 0:
+                    survivors.append(r)
+            if survivors:
+                kept.append(survivors)
+        return kept
 
     def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
         from pyspark.sql.pandas.types import to_arrow_schema
@@ -147,8 +175,27 @@ class LooseleafReader(DataSourceReader):
                 reader = readers[r.path] = open_file(
                     r.path, **self.options.storage.open_kwargs(), **self.options.engine
                 )
-            for batch in reader.read_range(r.start, r.count, self.columns):
+            filter = getattr(self, "filter", None)
+            for batch in reader.read_range(r.start, r.count, self.columns, filter=filter):
                 yield cast_batch(batch, target, source=r.path)
+
+
+def _float_columns(schema: StructType) -> set[tuple[str, ...]]:
+    """Paths of the float and double columns (top level and inside structs)."""
+    from pyspark.sql.types import DoubleType, FloatType
+
+    out: set[tuple[str, ...]] = set()
+
+    def visit(struct: StructType, prefix: tuple[str, ...]) -> None:
+        for field in struct.fields:
+            path = (*prefix, field.name)
+            if isinstance(field.dataType, (FloatType, DoubleType)):
+                out.add(path)
+            elif isinstance(field.dataType, StructType):
+                visit(field.dataType, path)
+
+    visit(schema, ())
+    return out
 
 
 class LooseleafFilteringReader(LooseleafReader):

@@ -4,16 +4,20 @@ Spark 4.1+ hands a Python data source its filters (``DataSourceReader.pushFilter
 ``spark.sql.python.filterPushdown.enabled``). Filters a source reports as pushed are *not*
 evaluated by Spark again, so a source may only claim those it applies exactly, row by row.
 
-Skipping rows by statistics narrows what is read but is not an exact filter. So:
+So:
 
 1. :func:`to_predicate` translates each Spark filter it understands into a
    :class:`ColumnPredicate` on a column path;
-2. the reader keeps them and returns **every** filter to Spark (nothing is claimed as pushed).
+2. :meth:`FilterPlan.expression` makes the conjunction of those the engine evaluates as Spark
+   does a ``filter=`` of the reads: the driver drops the row ranges whose zone maps rule every
+   row out, and each task's read skips zones and returns only matching rows;
+3. the reader still returns **every** filter to Spark (nothing is claimed as pushed), so Spark's
+   own evaluation stays the reference.
 
-Deciding from statistics which rows a predicate cannot match belongs to the engine (the filtered
-reads of the core), not to this module; until the engine takes predicates, every range is read.
-Nothing here imports PySpark's filter classes: they exist only from PySpark 4.1, and are
-recognised by name.
+Comparisons on float and double columns are left to Spark: Spark orders NaN above every number
+and equal to itself, where the engine (like Arrow) compares IEEE 754 values. Null-safe equality
+(``<=>``) is left to Spark too. Nothing here imports PySpark's filter classes: they exist only
+from PySpark 4.1, and are recognised by name.
 """
 
 from __future__ import annotations
@@ -81,3 +85,38 @@ class FilterPlan:
 
     def __bool__(self) -> bool:
         return bool(self.predicates)
+
+    def expression(self, float_columns: set[tuple[str, ...]]) -> Any:
+        """The conjunction of the predicates the engine evaluates as Spark does (none on the
+        columns of ``float_columns``, no null-safe equality), as a ``pyarrow.compute``
+        expression; ``None`` if there are none."""
+        import pyarrow.compute as pc
+
+        parts = []
+        for p in self.predicates:
+            if p.column in float_columns or p.op == "<=>":
+                continue
+            field = pc.field(*p.column)
+            if p.op == "is_null":
+                parts.append(field.is_null())
+            elif p.op == "is_not_null":
+                parts.append(field.is_valid())
+            elif p.op == "in":
+                parts.append(field.isin(list(p.value)))
+            else:
+                parts.append(_COMPARE[p.op](field, p.value))
+        if not parts:
+            return None
+        out = parts[0]
+        for part in parts[1:]:
+            out = out & part
+        return out
+
+
+_COMPARE = {
+    "==": lambda f, v: f == v,
+    ">": lambda f, v: f > v,
+    ">=": lambda f, v: f >= v,
+    "<": lambda f, v: f < v,
+    "<=": lambda f, v: f <= v,
+}
