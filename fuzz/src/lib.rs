@@ -34,6 +34,7 @@ use arrow_schema::{DataType, SchemaRef};
 use bytes::Bytes;
 use futures::StreamExt;
 use futures::future::BoxFuture;
+use looseleaf::filter::Predicate;
 use looseleaf::format::schema::is_variable_width;
 use looseleaf::io::{IoDepth, RangeReader};
 use looseleaf::{
@@ -185,6 +186,21 @@ async fn drain(read: ReadBuilder, batch_size: Option<usize>, expected_rows: u64,
     }
 }
 
+/// Runs a filtered read to the end (up to [`MAX_BATCHES`] batches), checking each batch.
+async fn filtered(read: ReadBuilder, what: &str) {
+    let Some(mut stream) = checked(read.stream().await, what) else { return };
+    let schema = stream.schema().clone();
+    let mut batches = 0;
+    while let Some(batch) = stream.next().await {
+        let Some(batch) = checked(batch, what) else { return };
+        check_batch(&batch, &schema, None, what);
+        batches += 1;
+        if batches >= MAX_BATCHES {
+            return;
+        }
+    }
+}
+
 /// A non-zero count.
 fn nz(n: usize) -> NonZeroUsize {
     NonZeroUsize::new(n).unwrap_or(NonZeroUsize::MIN)
@@ -311,6 +327,23 @@ async fn read_all_ways(data: Bytes) -> bool {
         }
         if !nested.is_empty() {
             take(file.read().with_columns(nested.clone()), &unsorted, "take of nested paths").await;
+        }
+    }
+
+    // Filtered reads: zone maps (or page statistics) rule zones out, the filter column is
+    // evaluated, the others read by a scan or a take. A damaged zone map may drop rows, so
+    // only the batches are checked, not their count.
+    if let Some(first) = schema.fields().first() {
+        let column = vec![first.name().clone()];
+        let predicate = Predicate::IsNotNull(column.clone()).or(Predicate::IsNull(column).not());
+        filtered(file.read().with_filter(predicate.clone()), "filtered read").await;
+        filtered(file.read().with_filter(predicate.clone()).with_options(tight(1)), "filtered read, 1-byte budget")
+            .await;
+        if num_rows > 0 {
+            let what = "filtered take";
+            if let Some(batch) = checked(file.read().with_filter(predicate).take(&[num_rows - 1, 0]).await, what) {
+                check_batch(&batch, &batch.schema(), None, what);
+            }
         }
     }
 
