@@ -118,6 +118,8 @@ class FileWriter:
         compression_level: int | None = None,
         encodings: dict[str, tuple[str | None, list[str]]] | None = None,
         statistics: bool = True,
+        checksums: bool = True,
+        zone_map_rows: int | None = None,
         storage_options: dict[str, Any] | None = None,
     ) -> None: ...
     @property

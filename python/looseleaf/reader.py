@@ -4,17 +4,30 @@ Every read method takes the same keyword options (:class:`ReadOptions`); :func:`
 too, as the defaults of the reader's reads. The options are checked by the engine, so a bad value
 raises the same :class:`~looseleaf.InvalidArgumentError` (a ``ValueError``), naming the option,
 from every method.
+
+Every read method also takes ``filter``: a ``pyarrow.compute.Expression`` (as
+``pyarrow.dataset`` takes) or the list of ``(column, op, value)`` tuples of
+``pyarrow.parquet.read_table(filters=...)``. Only the rows it selects are returned, exactly as
+``table.filter(expression)`` would keep them from the unfiltered read, in file order; the
+engine skips the zones of rows (``zone_map_rows`` of the writer) whose statistics rule it out.
+
+>>> reader.to_table(filter=(pc.field("qty") < 24) & pc.field("kind").isin(["a", "b"]))  # doctest: +SKIP
+>>> reader.to_table(filter=[("qty", "<", 24), ("kind", "in", ["a", "b"])])  # doctest: +SKIP
 """
 
 from __future__ import annotations
 
 import os
 from collections.abc import Mapping, Sequence
-from typing import Any, TypedDict, Unpack
+from typing import TYPE_CHECKING, Any, TypedDict, Unpack
 
 import pyarrow as pa
 
 from . import _looseleaf
+from .filters import to_native
+
+if TYPE_CHECKING:
+    from .filters import Filter
 
 PathLike = str | os.PathLike[str]
 
@@ -135,31 +148,45 @@ class FileReader:
         *,
         start: int | None = None,
         num_rows: int | None = None,
+        filter: Filter | None = None,
         **options: Unpack[ReadOptions],
     ) -> _looseleaf.ReadStream:
         """Starts a read and returns the native stream, which exports its batches through
-        ``__arrow_c_stream__`` (once) and reports its I/O counters with ``io_stats()``."""
-        return self._native.scan(columns, start, num_rows, **options)
+        ``__arrow_c_stream__`` (once) and reports its I/O counters with ``io_stats()``.
+
+        ``filter`` (a ``pyarrow.compute.Expression`` or ``pyarrow.parquet``'s list of tuples)
+        keeps only the rows it selects, as ``table.filter`` would; ``io_stats()`` then counts the
+        zones of rows skipped by their statistics (``zones_skipped``) and read (``zones_read``).
+        The filter's columns need not be among ``columns``."""
+        return self._native.scan(columns, start, num_rows, **_with_filter(options, filter))
 
     def read_all(
-        self, columns: Sequence[str] | None = None, **options: Unpack[ReadOptions]
+        self,
+        columns: Sequence[str] | None = None,
+        *,
+        filter: Filter | None = None,
+        **options: Unpack[ReadOptions],
     ) -> pa.RecordBatchReader:
         """Streams every row (of ``columns``, in that order) as batches of ``batch_size`` rows.
 
         Memory stays bounded by the I/O buffer, the page each column is decoding and the
-        batches being decoded, whatever the file size."""
-        return pa.RecordBatchReader.from_stream(self.stream(columns, **options))
+        batches being decoded, whatever the file size. ``filter`` keeps only the rows it
+        selects (see :meth:`stream`)."""
+        return pa.RecordBatchReader.from_stream(self.stream(columns, filter=filter, **options))
 
     def read_range(
         self,
         start: int,
         num_rows: int,
         columns: Sequence[str] | None = None,
+        *,
+        filter: Filter | None = None,
         **options: Unpack[ReadOptions],
     ) -> pa.RecordBatchReader:
-        """Streams rows ``start`` to ``start + num_rows`` (which must lie within the file)."""
+        """Streams rows ``start`` to ``start + num_rows`` (which must lie within the file);
+        with ``filter``, only those of them it selects (see :meth:`stream`)."""
         return pa.RecordBatchReader.from_stream(
-            self.stream(columns, start=start, num_rows=num_rows, **options)
+            self.stream(columns, start=start, num_rows=num_rows, filter=filter, **options)
         )
 
     def to_table(
@@ -168,22 +195,30 @@ class FileReader:
         *,
         start: int | None = None,
         num_rows: int | None = None,
+        filter: Filter | None = None,
         **options: Unpack[ReadOptions],
     ) -> pa.Table:
-        """Reads every row (or ``start``/``num_rows``) into a table."""
-        batches = self._native.read_table(columns, start, num_rows, **options)
+        """Reads every row (or ``start``/``num_rows``) into a table; with ``filter``, only the
+        rows it selects (see :meth:`stream`)."""
+        batches = self._native.read_table(columns, start, num_rows, **_with_filter(options, filter))
         return pa.RecordBatchReader.from_stream(batches).read_all()
 
     def take(
-        self, indices: Any, columns: Sequence[str] | None = None, **options: Unpack[ReadOptions]
+        self,
+        indices: Any,
+        columns: Sequence[str] | None = None,
+        *,
+        filter: Filter | None = None,
+        **options: Unpack[ReadOptions],
     ) -> pa.Table:
         """The rows at ``indices`` (any order, repeats allowed), in that order.
 
         ``indices`` is a sequence of integers, a numpy array of integers, or a pyarrow integer
-        array (chunked or not). Only the bytes of those rows are read."""
+        array (chunked or not). Only the bytes of those rows are read. With ``filter``, the rows
+        at ``indices`` that it selects, still in the order of ``indices`` (see :meth:`stream`)."""
         if isinstance(indices, pa.ChunkedArray):
             indices = indices.combine_chunks()
-        batches = self._native.take(indices, columns, **options)
+        batches = self._native.take(indices, columns, **_with_filter(options, filter))
         return pa.RecordBatchReader.from_stream(batches).read_all()
 
     def plan(
@@ -193,6 +228,7 @@ class FileReader:
         start: int | None = None,
         num_rows: int | None = None,
         indices: Any = None,
+        filter: Filter | None = None,
         **options: Unpack[ReadOptions],
     ) -> dict[str, Any]:
         """The I/O a read would make, computed without reading any data.
@@ -201,12 +237,22 @@ class FileReader:
         read, which includes the small gaps merged reads span), totals per column (``columns``),
         and every request (``request_list``, with its priority: the lowest row it serves).
         Requests that depend on data read earlier (the bytes of strings when only some rows are
-        read) are counted in ``indirect_requests`` with an upper bound of their bytes."""
+        read) are counted in ``indirect_requests`` with an upper bound of their bytes.
+
+        With ``filter`` (see :meth:`stream`), the plan has a ``"filter"`` key: the zones of rows
+        and those their statistics rule out (skipped)."""
         if isinstance(indices, pa.ChunkedArray):
             indices = indices.combine_chunks()
-        return self._native.plan(columns, start, num_rows, indices, **options)
+        return self._native.plan(columns, start, num_rows, indices, **_with_filter(options, filter))
 
     def __repr__(self) -> str:
         return (
             f"looseleaf.FileReader({self.path!r}, num_rows={self.num_rows}, num_columns={self.num_columns})"
         )
+
+
+def _with_filter(options: dict[str, Any], filter: Filter | None) -> dict[str, Any]:
+    """The native call's options: ``options`` and, if there is a filter, its engine form."""
+    if filter is None:
+        return options
+    return {**options, "filter": to_native(filter)}

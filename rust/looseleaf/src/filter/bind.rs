@@ -54,6 +54,14 @@ pub enum BoundPredicate {
         /// The constant.
         value: ArrayRef,
     },
+    /// `column` holds exactly `value` (of the column's float type), NaN included and -0.0
+    /// apart from 0.0: how `IN` matches floats.
+    Same {
+        /// The column.
+        column: BoundColumn,
+        /// The value, a one-element array of the column's type.
+        value: ArrayRef,
+    },
     /// True (or false) for every non-null value of the column, null for its nulls: a
     /// comparison no value of the column's type can fail (or pass).
     NonNull {
@@ -103,12 +111,22 @@ impl BoundPredicate {
             }
             Predicate::In { column, values, nulls } => {
                 let column = resolve(column, fields)?;
+                // Logical nulls: a set of type null holds only nulls.
+                let valid = values.logical_nulls();
+                let is_valid = |i: usize| valid.as_ref().is_none_or(|v| v.is_valid(i));
                 let mut parts = Vec::new();
-                for i in (0..values.len()).filter(|i| values.is_valid(*i)) {
-                    parts
-                        .push(compare(&column, CompareOp::Eq, &values.slice(i, 1)).map_err(|e| in_part(e, predicate))?);
+                for i in (0..values.len()).filter(|i| is_valid(*i)) {
+                    let value = values.slice(i, 1);
+                    let part = match float_of_type(&column.value_type, &value) {
+                        // Set membership matches values as stored, as Arrow's hash lookup does:
+                        // NaN is in a set holding NaN, -0.0 is not in a set holding 0.0.
+                        Some(value) => Self::Same { column: column.clone(), value },
+                        None => compare(&column, CompareOp::Eq, &value).map_err(|e| in_part(e, predicate))?,
+                    };
+                    parts.push(part);
                 }
-                Self::In { column, parts, set_has_null: values.null_count() > 0, nulls: *nulls }
+                let set_has_null = valid.is_some_and(|v| v.null_count() > 0);
+                Self::In { column, parts, set_has_null, nulls: *nulls }
             }
             Predicate::IsNull(column) => Self::IsNull(resolve(column, fields)?),
             Predicate::IsNotNull(column) => Self::IsNotNull(resolve(column, fields)?),
@@ -138,6 +156,7 @@ impl BoundPredicate {
     fn visit(&self, f: &mut impl FnMut(&BoundColumn)) {
         match self {
             Self::Compare { column, .. } | Self::NonNull { column, .. } | Self::In { column, .. } => f(column),
+            Self::Same { column, .. } => f(column),
             Self::IsNull(column) | Self::IsNotNull(column) | Self::Column(column) => f(column),
             Self::Literal(_) => {}
             Self::And(parts) | Self::Or(parts) => parts.iter().for_each(|p| p.visit(f)),
@@ -367,12 +386,28 @@ fn compare(column: &BoundColumn, op: CompareOp, value: &ArrayRef) -> Result<Boun
     }
 }
 
+/// A numeric constant as a one-element array of a float column's type (`None` for other
+/// columns or constants).
+fn float_of_type(column_type: &DataType, value: &ArrayRef) -> Option<ArrayRef> {
+    let v = match number(value)? {
+        (Number::Double(v), None) => v,
+        (Number::Exact { numerator, denominator }, None) => numerator as f64 / denominator as f64,
+        _ => return None,
+    };
+    match column_type {
+        DataType::Float32 => Some(Arc::new(arrow_array::Float32Array::from(vec![v as f32]))),
+        DataType::Float64 => Some(Arc::new(arrow_array::Float64Array::from(vec![v]))),
+        _ => None,
+    }
+}
+
+/// A string constant; a binary one too if it is UTF-8 (Arrow casts it to compare).
 fn string_constant(value: &ArrayRef) -> Option<String> {
     Some(match value.data_type() {
         DataType::Utf8 => value.as_string::<i32>().value(0).to_string(),
         DataType::LargeUtf8 => value.as_string::<i64>().value(0).to_string(),
         DataType::Utf8View => value.as_string_view().value(0).to_string(),
-        _ => return None,
+        _ => return binary_constant(value).and_then(|bytes| String::from_utf8(bytes).ok()),
     })
 }
 
@@ -382,6 +417,9 @@ fn binary_constant(value: &ArrayRef) -> Option<Vec<u8>> {
         DataType::LargeBinary => value.as_binary::<i64>().value(0).to_vec(),
         DataType::BinaryView => value.as_binary_view().value(0).to_vec(),
         DataType::FixedSizeBinary(_) => value.as_fixed_size_binary().value(0).to_vec(),
+        DataType::Utf8 => value.as_string::<i32>().value(0).as_bytes().to_vec(),
+        DataType::LargeUtf8 => value.as_string::<i64>().value(0).as_bytes().to_vec(),
+        DataType::Utf8View => value.as_string_view().value(0).as_bytes().to_vec(),
         _ => return None,
     })
 }

@@ -74,6 +74,11 @@ fn truth(predicate: &BoundPredicate, columns: &FilterColumns<'_>, len: usize) ->
             let array = column_array(column, columns)?;
             compare(&array, *op, value)?
         }
+        BoundPredicate::Same { column, value } => {
+            // arrow-ord compares floats by their total order: NaN equals NaN, -0.0 is not 0.0.
+            let array = column_array(column, columns)?;
+            Truth::of(&arrow_ord::cmp::eq(&array, &Scalar::new(value.clone()))?)
+        }
         BoundPredicate::NonNull { column, value } => {
             let valid = validity(&column_array(column, columns)?, len);
             let none = BooleanBuffer::new_unset(len);

@@ -11,6 +11,8 @@ use std::collections::HashMap;
 use std::ops::Range;
 
 use arrow_array::ArrayRef;
+use arrow_array::cast::AsArray;
+use arrow_array::types::{Float32Type, Float64Type};
 use arrow_schema::DataType;
 
 use super::bind::{BoundColumn, BoundPredicate, constant_as_bool, constant_as_integer};
@@ -99,6 +101,29 @@ fn may<'a>(predicate: &BoundPredicate, want: bool, zone_of: &ZoneOf<'a>) -> bool
             }
             compare_may(column, *op, value, want, zone)
         }
+        BoundPredicate::Same { column, value } => {
+            let Some((zone, rows)) = stats(column) else { return true };
+            if !want {
+                return true;
+            }
+            let constant = match value.data_type() {
+                DataType::Float32 => value.as_primitive::<Float32Type>().value(0) as f64,
+                _ => value.as_primitive_opt::<Float64Type>().map_or(f64::NAN, |v| v.value(0)),
+            };
+            let float = |b: Option<&[u8]>| match b.and_then(|b| decode_bound(b, &column.value_type)) {
+                Some(StatValue::Float(v)) => Some(v),
+                _ => None,
+            };
+            // NaN is left out of the bounds: a zone may hold it whatever they are.
+            zone.null_count < rows
+                && (constant.is_nan()
+                    || within(
+                        CompareOp::Eq,
+                        &constant,
+                        float(zone.min.as_deref()).as_ref(),
+                        float(zone.max.as_deref()).as_ref(),
+                    ))
+        }
         BoundPredicate::NonNull { column, value } => {
             want == *value && stats(column).is_none_or(|(zone, rows)| zone.null_count < rows)
         }
@@ -186,7 +211,6 @@ fn within<T: PartialOrd + ?Sized>(op: CompareOp, constant: &T, min: Option<&T>, 
 }
 
 fn bytes_constant(value: &ArrayRef) -> Option<&[u8]> {
-    use arrow_array::cast::AsArray;
     Some(match value.data_type() {
         DataType::Utf8 => value.as_string::<i32>().value(0).as_bytes(),
         DataType::LargeUtf8 => value.as_string::<i64>().value(0).as_bytes(),
