@@ -2,8 +2,8 @@
 
 ``tests/data/format_1_0*.leaf`` were written by the format 1.0 writer (one with Zstandard pages,
 one without) from the table in ``format_1_0.arrow``: every later reader must read them equal to it,
-on every read path. Files written now are format 2.1 (2.0 plus zone maps), with a CRC-32 of every page buffer that
-reads verify unless told not to.
+on every read path. Files written now are format 2.1 (2.0 plus zone maps), with a CRC-32 of
+every page buffer that reads verify unless told not to.
 """
 
 from __future__ import annotations
