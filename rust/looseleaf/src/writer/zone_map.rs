@@ -6,6 +6,7 @@
 //! columns get one (a nested column's values are not rows); each zone's statistics are those
 //! of a page ([`page_statistics`]), so readers treat both alike.
 
+use arrow_array::cast::AsArray;
 use arrow_array::{Array, ArrayRef};
 
 use crate::encodings::logical::array_to_block;
@@ -42,7 +43,7 @@ impl ZoneMapBuilder {
         let mut offset = 0;
         while offset < array.len() {
             let take = (self.rows_per_zone - self.pending_rows).min(array.len() - offset);
-            self.pending.push(array.slice(offset, take));
+            self.pending.push(values_of(array.slice(offset, take))?);
             self.pending_rows += take;
             offset += take;
             if self.pending_rows == self.rows_per_zone {
@@ -71,6 +72,16 @@ impl ZoneMapBuilder {
     pub fn finish(mut self) -> Result<ZoneMap> {
         self.close_zone()?;
         Ok(ZoneMap { zones: self.zones })
+    }
+}
+
+/// A dictionary array's values for its rows (zones of arrays with different dictionaries are
+/// concatenated, which could overflow the keys; the bounds are then of the values used);
+/// other arrays as they are.
+fn values_of(array: ArrayRef) -> Result<ArrayRef> {
+    match array.as_any_dictionary_opt() {
+        Some(dictionary) => Ok(arrow_select::take::take(dictionary.values().as_ref(), dictionary.keys(), None)?),
+        None => Ok(array),
     }
 }
 
