@@ -1092,6 +1092,15 @@ def main() -> None:
     (args.out / name).write_text(json.dumps(results, indent=1, default=str))
     print(markdown(results))
     print(f"results: {args.out / name} ({results['meta']['wall_seconds']:.0f} s)", file=sys.stderr)
+    # A wrong or failed answer of looseleaf fails the run (the CI smoke test relies on it).
+    failed = [
+        f"{q['name']} ({q['variant']}): {v.get('error', 'wrong answer')}"
+        for q in results["queries"]
+        for system, v in q["systems"].items()
+        if system == "looseleaf" and ("error" in v or not v.get("correct"))
+    ]
+    if failed:
+        sys.exit("looseleaf failed: " + "; ".join(failed))
 
 
 if __name__ == "__main__":

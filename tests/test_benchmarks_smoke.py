@@ -81,3 +81,19 @@ def test_quick_run_reports_every_measure(tmp_path: Path) -> None:
     assert results["targets"]
     shares = [t for t in results["targets"] if "scheduling share" in t["target"]]
     assert len(shares) == len(DATASETS), results["targets"]
+
+
+def test_filter_benchmark_quick_run_is_correct(tmp_path: Path) -> None:
+    """``benches/filters.py --quick`` (looseleaf and Parquet): every filtered read returns the
+    rows pyarrow's ``Table.filter`` keeps; the script exits non-zero otherwise."""
+    script = ROOT / "benches" / "filters.py"
+    command = [sys.executable, str(script), "--quick", "--systems", "looseleaf,parquet"]
+    command += ["--out", str(tmp_path / "results"), "--data", str(tmp_path / "data")]
+    done = subprocess.run(command, capture_output=True, text=True, timeout=300, check=False)
+    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
+    (result,) = (tmp_path / "results").glob("filters-*-quick.json")
+    queries = json.loads(result.read_text())["queries"]
+    assert queries
+    for query in queries:
+        assert query["systems"]["looseleaf"]["correct"], query["name"]
+        assert query["systems"]["looseleaf"]["rows"] == query["expected"]["rows"]
