@@ -126,18 +126,26 @@ fn truth(predicate: &BoundPredicate, columns: &FilterColumns<'_>, len: usize) ->
         }
         BoundPredicate::Literal(value) => Truth::constant(len, *value),
         BoundPredicate::And(parts) => {
-            let mut out = Truth::constant(len, Some(true));
+            let mut out: Option<Truth> = None;
             for part in parts {
-                out = out.and(truth(part, columns, len)?);
+                let part = truth(part, columns, len)?;
+                out = Some(match out {
+                    Some(out) => out.and(part),
+                    None => part,
+                });
             }
-            out
+            out.unwrap_or_else(|| Truth::constant(len, Some(true)))
         }
         BoundPredicate::Or(parts) => {
-            let mut out = Truth::constant(len, Some(false));
+            let mut out: Option<Truth> = None;
             for part in parts {
-                out = out.or(truth(part, columns, len)?);
+                let part = truth(part, columns, len)?;
+                out = Some(match out {
+                    Some(out) => out.or(part),
+                    None => part,
+                });
             }
-            out
+            out.unwrap_or_else(|| Truth::constant(len, Some(false)))
         }
         BoundPredicate::Not(part) => truth(part, columns, len)?.not(),
     })

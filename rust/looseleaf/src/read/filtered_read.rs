@@ -24,7 +24,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 
 use arrow_array::{ArrayRef, BooleanArray, RecordBatch, RecordBatchOptions};
 use arrow_buffer::{BooleanBuffer, BooleanBufferBuilder};
-use arrow_schema::{Schema, SchemaRef};
+use arrow_schema::{DataType, Schema, SchemaRef};
 use arrow_select::coalesce::BatchCoalescer;
 use futures::StreamExt;
 use tokio::sync::mpsc;
@@ -48,6 +48,8 @@ pub const REQUEST_COST_GAPS: u64 = 8;
 /// Above this share of matching rows, stage 3 scans without planning a take: a take of one
 /// row in eight reads nearly every block anyway.
 const DENSE_SHARE: f64 = 0.125;
+/// Rows of the blocks a take decodes whole (log2): the FastLanes block of the integer encodings.
+const TAKE_BLOCK_BITS: u32 = 10;
 
 /// Counters of a filtered read, shared by its stages.
 #[derive(Debug, Default)]
@@ -119,6 +121,8 @@ struct Setup {
     filter_fields: Vec<usize>,
     filter_names: Vec<String>,
     other_names: Vec<String>,
+    /// Whether every other column is of a flat fixed-width type (see [`rows_to_take`]).
+    others_fixed_width: bool,
     sources: Vec<Source>,
     schema: SchemaRef,
     candidates: RowSelection,
@@ -144,7 +148,7 @@ async fn setup(builder: &ReadBuilder) -> Result<Setup> {
         None => file.schema().fields().iter().map(|f| f.name().clone()).collect(),
     };
     let mut other_names = Vec::new();
-    let sources = output_names
+    let sources: Vec<Source> = output_names
         .iter()
         .map(|name| match filter_names.iter().position(|f| f == name) {
             Some(i) => Source::Filter(i),
@@ -154,6 +158,10 @@ async fn setup(builder: &ReadBuilder) -> Result<Setup> {
             }
         })
         .collect();
+    let others_fixed_width = schema.fields().iter().zip(&sources).all(|(field, source)| {
+        matches!(source, Source::Filter(_))
+            || (field.data_type().is_primitive() || field.data_type() == &DataType::Boolean)
+    });
     // Chunks sized so that the filter columns of one stay near CHUNK_FILTER_BYTES.
     let columns: Vec<u32> =
         filter_fields.iter().filter_map(|&f| file.field_columns().get(f)).flat_map(|t| t.columns()).collect();
@@ -173,6 +181,7 @@ async fn setup(builder: &ReadBuilder) -> Result<Setup> {
         filter_fields,
         filter_names,
         other_names,
+        others_fixed_width,
         sources,
         schema,
         candidates,
@@ -260,9 +269,8 @@ async fn run_chunks(
             for (batch, mask) in &evaluated.batches {
                 output.push(assemble(setup, batch, None)?, Some(mask))?;
             }
-        } else if take_is_cheaper(setup, &base, chunk, &evaluated).await? {
+        } else if let Some(indices) = rows_to_take(setup, &base, chunk, &evaluated).await? {
             stats.chunks_taken.fetch_add(1, Ordering::Relaxed);
-            let indices = evaluated.matching_rows(chunk);
             let others = sub_read(&base, &setup.other_names).take_unfiltered(&indices).await?;
             let kept: Vec<RecordBatch> = evaluated
                 .batches
@@ -299,15 +307,25 @@ struct Evaluated {
 impl Evaluated {
     /// The file rows of `chunk` that matched.
     fn matching_rows(&self, chunk: &RowSelection) -> Vec<u64> {
-        let mut rows = chunk.ranges().iter().flat_map(|r| r.clone());
         let mut out = Vec::with_capacity(self.matched as usize);
-        for (_, mask) in &self.batches {
-            for keep in mask.iter() {
-                match rows.next() {
-                    Some(row) if keep => out.push(row),
-                    _ => {}
+        // Positions among the chunk's rows, mapped to file rows through its ranges (both in
+        // ascending order, so one pass).
+        let mut ranges = chunk.ranges().iter();
+        let (mut range, mut range_start) = (ranges.next().cloned().unwrap_or(0..0), 0u64);
+        let mut offset = 0u64;
+        for (batch, mask) in &self.batches {
+            for position in mask.set_indices() {
+                let position = offset + position as u64;
+                while position >= range_start + (range.end - range.start) {
+                    range_start += range.end - range.start;
+                    match ranges.next() {
+                        Some(next) => range = next.clone(),
+                        None => return out,
+                    }
                 }
+                out.push(range.start + (position - range_start));
             }
+            offset += batch.num_rows() as u64;
         }
         out
     }
@@ -342,15 +360,25 @@ async fn evaluate_chunk(
     Ok(Evaluated { batches: out, matched })
 }
 
-/// Whether a take of the matching rows of `chunk` reads less than a scan of it.
-async fn take_is_cheaper(
+/// The matching rows of `chunk`, if a take of them reads less than a scan of the chunk.
+///
+/// A take of fixed-width values decodes a block of them (1,024 for the integer encodings) for
+/// every block a row is in: once the matching rows touch a quarter of the chunk's blocks, a scan
+/// decodes about as much, sequentially, and is taken without planning (the planner counts bytes
+/// and requests, not decoding). Strings are taken value by value, so for them the planner
+/// decides.
+async fn rows_to_take(
     setup: &Setup,
     base: &ReadBuilder,
     chunk: &RowSelection,
     evaluated: &Evaluated,
-) -> Result<bool> {
+) -> Result<Option<Vec<u64>>> {
     if evaluated.matched as f64 >= DENSE_SHARE * chunk.num_rows() as f64 {
-        return Ok(false);
+        return Ok(None);
+    }
+    let rows = evaluated.matching_rows(chunk);
+    if setup.others_fixed_width && touches_a_quarter_of_blocks(&rows, chunk) {
+        return Ok(None);
     }
     let read = sub_read(base, &setup.other_names);
     let request = read.io_options().coalesce.gap.get().max(4096) * REQUEST_COST_GAPS;
@@ -359,8 +387,27 @@ async fn take_is_cheaper(
         total.read_bytes + total.reads * request
     };
     let scan = read.clone().with_selection(chunk.clone()).plan_unfiltered().await?;
-    let take = read.with_indices(evaluated.matching_rows(chunk)).plan_unfiltered().await?;
-    Ok(cost(&take) < cost(&scan))
+    let take = read.with_indices(rows.clone()).plan_unfiltered().await?;
+    Ok((cost(&take) < cost(&scan)).then_some(rows))
+}
+
+/// Whether `rows` (ascending) fall in at least a quarter of the value blocks of `chunk`.
+fn touches_a_quarter_of_blocks(rows: &[u64], chunk: &RowSelection) -> bool {
+    let mut touched = 0u64;
+    let mut last = None;
+    for block in rows.iter().map(|r| r >> TAKE_BLOCK_BITS) {
+        if last != Some(block) {
+            touched += 1;
+            last = Some(block);
+        }
+    }
+    let blocks: u64 = chunk
+        .ranges()
+        .iter()
+        .filter(|r| r.end > r.start)
+        .map(|r| ((r.end - 1) >> TAKE_BLOCK_BITS) - (r.start >> TAKE_BLOCK_BITS) + 1)
+        .sum();
+    touched * 4 >= blocks
 }
 
 /// Splits `selection` into selections of at most `rows` rows.
@@ -577,6 +624,29 @@ pub(crate) async fn filtered_plan(builder: ReadBuilder) -> Result<FilteredPlan> 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn matching_rows_map_positions_to_file_rows() {
+        let chunk = RowSelection::from_sorted_ranges(vec![10..13, 20..22, 40..45]);
+        let batch = |n: usize| {
+            RecordBatch::try_new_with_options(
+                Arc::new(Schema::empty()),
+                vec![],
+                &RecordBatchOptions::new().with_row_count(Some(n)),
+            )
+            .unwrap()
+        };
+        let bits = |b: &[bool]| BooleanBuffer::from(b.to_vec());
+        // Positions 0, 3, 4 | 5, 9 of the chunk's 10 rows, in batches of 4 and 6.
+        let evaluated = Evaluated {
+            batches: vec![
+                (batch(4), bits(&[true, false, false, true])),
+                (batch(6), bits(&[true, true, false, false, false, true])),
+            ],
+            matched: 5,
+        };
+        assert_eq!(evaluated.matching_rows(&chunk), vec![10, 20, 21, 40, 44]);
+    }
 
     #[test]
     fn split_cuts_selections_at_a_row_count() {
