@@ -231,6 +231,7 @@ impl PyReadStream {
             out.set_item("rows_matched", counts.rows_matched)?;
             out.set_item("chunks_scanned", counts.chunks_scanned)?;
             out.set_item("chunks_taken", counts.chunks_taken)?;
+            out.set_item("one_pass", counts.one_pass)?;
         }
         Ok(out)
     }

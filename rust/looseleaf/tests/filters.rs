@@ -268,3 +268,44 @@ fn bad_filters_are_clear_errors() {
     let e = runtime().block_on(read_to_end(file.read().with_filter(p))).unwrap_err().to_string();
     assert!(e.contains("cannot compare column \"k\""), "{e}");
 }
+
+#[test]
+fn ranges_the_zone_maps_vouch_for_are_read_in_one_pass() {
+    let mut rng = StdRng::seed_from_u64(3);
+    let mut t = table(&mut rng, 20_000);
+    // `k` without nulls: zones wholly inside the range are certain to match.
+    let k: ArrayRef = Arc::new(Int64Array::from_iter_values(0..20_000));
+    t = RecordBatch::try_new(t.schema(), vec![k, t.column(1).clone(), t.column(2).clone(), t.column(3).clone()])
+        .unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("one_pass.leaf");
+    let options = WriterOptions::default().with_zone_map_rows(1000);
+    runtime().block_on(write_file_with(&path, &t.schema(), std::slice::from_ref(&t), options));
+    let file = runtime().block_on(FileReader::open_path(&path)).unwrap();
+    let p = P::And(
+        Box::new(P::Int("k", CompareOp::GtEq, 1500)),
+        Box::new(P::And(Box::new(P::Int("k", CompareOp::Lt, 15_000)), Box::new(P::Int("v", CompareOp::Gt, 0)))),
+    );
+    for columns in [&["s", "f"][..], &["k", "v", "s"][..]] {
+        let names: Vec<String> = columns.iter().map(|c| c.to_string()).collect();
+        let read = file.read().with_columns(names).with_filter(p.predicate()).with_batch_size(common::nz(333));
+        let mut stream = runtime().block_on(read.stream()).unwrap();
+        let batches: Vec<RecordBatch> = runtime().block_on(futures::TryStreamExt::try_collect(&mut stream)).unwrap();
+        let counts = stream.filter_stats().unwrap();
+        assert_eq!(concat(stream.schema(), &batches), expected(&t, &p, 0..20_000, columns));
+        // The `k` range makes 13 of its 14 zones certain; `v` has no bounds that vouch, but
+        // one pass is chosen on `k`'s zones only when the whole predicate is certain: it is not
+        // here (v > 0), so the chunked stages run.
+        assert_eq!(counts.candidate_rows, 14_000, "{counts:?}");
+        assert!(!counts.one_pass, "{counts:?}");
+    }
+    // Certain everywhere it is not ruled out: one pass.
+    let p = P::And(Box::new(P::Int("k", CompareOp::GtEq, 1500)), Box::new(P::Int("k", CompareOp::Lt, 15_000)));
+    let read = file.read().with_columns(vec!["s".into(), "v".into()]).with_filter(p.predicate());
+    let mut stream = runtime().block_on(read.stream()).unwrap();
+    let batches: Vec<RecordBatch> = runtime().block_on(futures::TryStreamExt::try_collect(&mut stream)).unwrap();
+    let counts = stream.filter_stats().unwrap();
+    assert_eq!(concat(stream.schema(), &batches), expected(&t, &p, 0..20_000, &["s", "v"]));
+    assert!(counts.one_pass, "{counts:?}");
+    assert_eq!((counts.chunks_scanned, counts.chunks_taken, counts.rows_matched), (0, 0, 13_500), "{counts:?}");
+}

@@ -153,7 +153,8 @@ impl BoundPredicate {
         out
     }
 
-    fn visit(&self, f: &mut impl FnMut(&BoundColumn)) {
+    /// Calls `f` with every column the predicate reads (repeats included).
+    pub fn visit(&self, f: &mut impl FnMut(&BoundColumn)) {
         match self {
             Self::Compare { column, .. } | Self::NonNull { column, .. } | Self::In { column, .. } => f(column),
             Self::Same { column, .. } => f(column),

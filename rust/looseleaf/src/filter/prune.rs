@@ -9,6 +9,7 @@
 
 use std::collections::HashMap;
 use std::ops::Range;
+use std::sync::Arc;
 
 use arrow_array::ArrayRef;
 use arrow_array::cast::AsArray;
@@ -47,13 +48,16 @@ pub struct ZoneCounts {
     pub total: u64,
     /// Of which ruled out by the statistics.
     pub skipped: u64,
+    /// Rows (of those kept) in zones whose statistics say every row matches: no value can make
+    /// the predicate false, and its columns have no nulls there.
+    pub certain_rows: u64,
 }
 
 /// The rows of `within` that may satisfy `predicate`, given the zones of the top-level columns
 /// (by field index) that have them.
 pub fn candidate_rows(
     predicate: &BoundPredicate,
-    zones: &HashMap<usize, ColumnZones>,
+    zones: &HashMap<usize, Arc<ColumnZones>>,
     within: &RowSelection,
 ) -> (RowSelection, ZoneCounts) {
     let mut counts = ZoneCounts::default();
@@ -77,6 +81,9 @@ pub fn candidate_rows(
             column.stats.get(i)?.as_ref().map(|s| (s, rows))
         };
         if may(predicate, true, &zone_of) {
+            if !may(predicate, false, &zone_of) && without_nulls(predicate, &zone_of) {
+                counts.certain_rows += within.within(segment.clone()).iter().map(|r| r.end - r.start).sum::<u64>();
+            }
             match kept.last_mut() {
                 Some(last) if last.end == segment.start => last.end = segment.end,
                 _ => kept.push(segment),
@@ -89,6 +96,15 @@ pub fn candidate_rows(
 }
 
 type ZoneOf<'a> = dyn Fn(usize) -> Option<(&'a PageStatistics, u64)> + 'a;
+
+/// Whether every column `predicate` reads is known to hold no null in the zone.
+fn without_nulls<'a>(predicate: &BoundPredicate, zone_of: &ZoneOf<'a>) -> bool {
+    let mut all = true;
+    predicate.visit(&mut |column| {
+        all &= column.is_top_level() && zone_of(column.field).is_some_and(|(zone, _)| zone.null_count == 0);
+    });
+    all
+}
 
 /// Whether some row of the zone may give `predicate` the value `want`.
 fn may<'a>(predicate: &BoundPredicate, want: bool, zone_of: &ZoneOf<'a>) -> bool {
@@ -224,8 +240,6 @@ fn bytes_constant(value: &ArrayRef) -> Option<&[u8]> {
 
 #[cfg(test)]
 mod tests {
-    use std::sync::Arc;
-
     use arrow_array::Int32Array;
     use arrow_schema::{Field, Schema};
 
@@ -246,7 +260,7 @@ mod tests {
         // Zones of 10 rows: [0, 9], [10, 19], all null, [30, 39] with 2 nulls.
         let all_null = PageStatistics { null_count: 10, min: None, max: None };
         let zones = ColumnZones::uniform(10, 40, vec![stats(0, 9, 0), stats(10, 19, 0), all_null, stats(30, 39, 2)]);
-        let zones: HashMap<usize, ColumnZones> = [(0, zones)].into_iter().collect();
+        let zones: HashMap<usize, Arc<ColumnZones>> = [(0, Arc::new(zones))].into_iter().collect();
         let x = |op, v: i32| Predicate::Compare {
             column: vec!["x".into()],
             op,

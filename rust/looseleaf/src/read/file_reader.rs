@@ -44,6 +44,8 @@ struct FileInner {
     suffix_start: u64,
     /// Column metadata decoded so far.
     columns: Vec<OnceLock<Arc<ColumnPages>>>,
+    /// Zone maps decoded so far, by column (read by filtered reads only).
+    zone_maps: std::sync::Mutex<HashMap<u32, Arc<crate::filter::ColumnZones>>>,
 }
 
 impl std::fmt::Debug for FileReader {
@@ -117,6 +119,7 @@ impl FileReader {
                 suffix,
                 suffix_start,
                 columns,
+                zone_maps: Default::default(),
             }),
         })
     }
@@ -304,6 +307,16 @@ impl FileReader {
         let schedulers =
             fields.iter().map(|tree| field_scheduler(tree, &pages, self.num_rows())).collect::<Result<_>>()?;
         Ok((schedulers, row_bytes))
+    }
+
+    /// The decoded zone map of `column`, if an earlier read decoded it.
+    pub(crate) fn cached_zones(&self, column: u32) -> Option<Arc<crate::filter::ColumnZones>> {
+        self.inner.zone_maps.lock().unwrap_or_else(|p| p.into_inner()).get(&column).cloned()
+    }
+
+    /// Keeps the decoded zone map of `column` for later reads.
+    pub(crate) fn cache_zones(&self, column: u32, zones: Arc<crate::filter::ColumnZones>) {
+        self.inner.zone_maps.lock().unwrap_or_else(|p| p.into_inner()).insert(column, zones);
     }
 
     /// The column trees of the projected fields, in the requested order.

@@ -11,6 +11,11 @@
 //!    [`PlanningIo`](crate::io::PlanningIo), each read costed as its bytes plus a fixed cost per
 //!    storage request (the coalescing gap of the storage, times [`REQUEST_COST_GAPS`]).
 //!
+//! When the zone maps vouch for most of the rows stage 1 leaves ([`ONE_PASS_SHARE`]: zones
+//! where no value can make the predicate false and its columns have no nulls, a range of a
+//! sorted column), stages 2 and 3 are one: every column of those rows is read at once and each
+//! batch filtered ([`run_one_pass`]).
+//!
 //! Stages 2 and 3 go through the rows in chunks (at most [`MAX_CHUNK_ROWS`] rows, fewer when
 //! the filter columns are wide), so that memory holds one chunk's filter columns, not the
 //! file's; the next chunk's stage 2 runs while this chunk's stage 3 does. Every stage reads
@@ -48,6 +53,9 @@ pub const REQUEST_COST_GAPS: u64 = 8;
 /// Above this share of matching rows, stage 3 scans without planning a take: a take of one
 /// row in eight reads nearly every block anyway.
 const DENSE_SHARE: f64 = 0.125;
+/// Share of the rows left after stage 1 that the zone maps say all match, above which the read
+/// is made in one pass (see [`run_one_pass`]).
+const ONE_PASS_SHARE: f64 = 0.5;
 /// Rows of the blocks a take decodes whole (log2): the FastLanes block of the integer encodings.
 const TAKE_BLOCK_BITS: u32 = 10;
 
@@ -60,6 +68,7 @@ pub struct FilterStats {
     rows_matched: AtomicU64,
     chunks_scanned: AtomicU64,
     chunks_taken: AtomicU64,
+    one_pass: AtomicU64,
 }
 
 /// A snapshot of a filtered read's counters.
@@ -77,6 +86,8 @@ pub struct FilterCounts {
     pub chunks_scanned: u64,
     /// Chunks whose other columns were read by a take of the matching rows.
     pub chunks_taken: u64,
+    /// Whether the read was made in one pass (see `run_one_pass`).
+    pub one_pass: bool,
 }
 
 impl FilterStats {
@@ -90,6 +101,7 @@ impl FilterStats {
             rows_matched: get(&self.rows_matched),
             chunks_scanned: get(&self.chunks_scanned),
             chunks_taken: get(&self.chunks_taken),
+            one_pass: get(&self.one_pass) > 0,
         }
     }
 }
@@ -249,6 +261,15 @@ async fn run_chunks(
     sender: &mpsc::Sender<Result<RecordBatch>>,
 ) -> Result<()> {
     let base = setup.base.clone().with_io_scheduler(io);
+    let certain = setup.zones.certain_rows as f64;
+    let read_columns = setup.filter_names.len() + setup.other_names.len();
+    if read_columns > 0
+        && setup.candidates.num_rows() > 0
+        && certain >= ONE_PASS_SHARE * setup.candidates.num_rows() as f64
+    {
+        stats.one_pass.store(1, Ordering::Relaxed);
+        return run_one_pass(setup, &base, stats, sender).await;
+    }
     let chunks = split(&setup.candidates, setup.chunk_rows);
     let start_stage2 = |chunk: RowSelection| {
         let read = sub_read(&base, &setup.filter_names).with_selection(chunk.clone());
@@ -293,6 +314,33 @@ async fn run_chunks(
                 output.send_completed(sender).await?;
             }
         }
+        output.send_completed(sender).await?;
+    }
+    output.finish(sender).await
+}
+
+/// A filtered read in one pass, when the zone maps say most rows left match anyway (a range of
+/// a sorted column): every column of the rows left is read at once and each batch filtered, so
+/// no stage waits for another.
+async fn run_one_pass(
+    setup: &Setup,
+    base: &ReadBuilder,
+    stats: &FilterStats,
+    sender: &mpsc::Sender<Result<RecordBatch>>,
+) -> Result<()> {
+    let columns: Vec<String> = setup.filter_names.iter().chain(&setup.other_names).cloned().collect();
+    let filters = setup.filter_names.len();
+    let mut stream = sub_read(base, &columns).with_selection(setup.candidates.clone()).stream_unfiltered().await?;
+    let mut output = Output::new(setup.schema.clone(), setup.batch_size);
+    while let Some(batch) = stream.next().await {
+        let batch = batch?;
+        let filter_columns: FilterColumns =
+            setup.filter_fields.iter().copied().zip(&batch.columns()[..filters]).collect();
+        let mask = evaluate(&setup.predicate, &filter_columns, batch.num_rows())?;
+        stats.rows_matched.fetch_add(mask.count_set_bits() as u64, Ordering::Relaxed);
+        let filter_side = batch.project(&(0..filters).collect::<Vec<_>>())?;
+        let others = batch.project(&(filters..columns.len()).collect::<Vec<_>>())?;
+        output.push(assemble(setup, &filter_side, Some(&others))?, Some(&mask))?;
         output.send_completed(sender).await?;
     }
     output.finish(sender).await
@@ -521,6 +569,17 @@ impl Output {
 
     fn push(&mut self, batch: RecordBatch, mask: Option<&BooleanBuffer>) -> Result<()> {
         match &mut self.coalescer {
+            // A batch of between half and all the batch size whose rows all match goes out as it is,
+            // without a copy (the rows inside a range of a sorted column), when nothing is
+            // waiting before it.
+            Some(coalescer)
+                if coalescer.get_buffered_rows() == 0
+                    && 2 * batch.num_rows() >= self.batch_size
+                    && batch.num_rows() <= self.batch_size
+                    && mask.is_none_or(|m| m.count_set_bits() == batch.num_rows()) =>
+            {
+                self.ready.push(batch);
+            }
             Some(coalescer) => {
                 match mask {
                     Some(mask) => coalescer.push_batch_with_filter(batch, &BooleanArray::new(mask.clone(), None))?,

@@ -19,7 +19,7 @@ impl FileReader {
     /// # Errors
     /// [`crate::Error::Io`] if a zone map cannot be read, [`crate::Error::Corrupt`] if one does
     /// not match its column (checksum, zone count).
-    pub(crate) async fn column_zones(&self, fields: &[usize]) -> Result<HashMap<usize, ColumnZones>> {
+    pub(crate) async fn column_zones(&self, fields: &[usize]) -> Result<HashMap<usize, Arc<ColumnZones>>> {
         let columns: Vec<(usize, u32)> = fields
             .iter()
             .filter_map(|&f| self.field_columns().get(f).map(|tree| (f, tree)))
@@ -38,16 +38,21 @@ impl FileReader {
 
     /// The zones of one column: its zone map if it has one, else its pages (`None` if its
     /// values are not the file's rows).
-    async fn zones_of(&self, pages: &Arc<ColumnPages>) -> Result<Option<ColumnZones>> {
+    async fn zones_of(&self, pages: &Arc<ColumnPages>) -> Result<Option<Arc<ColumnZones>>> {
         if pages.num_rows() != self.num_rows() {
             return Ok(None);
         }
         if let Some(location) = pages.zone_map {
-            return self.read_zone_map(pages, location).await.map(Some);
+            if let Some(zones) = self.cached_zones(pages.column) {
+                return Ok(Some(zones));
+            }
+            let zones = Arc::new(self.read_zone_map(pages, location).await?);
+            self.cache_zones(pages.column, zones.clone());
+            return Ok(Some(zones));
         }
         let starts = (0..pages.pages.len()).map(|i| pages.page_rows(i).start).chain([pages.num_rows()]).collect();
         let stats = pages.pages.iter().map(|p| p.statistics.clone()).collect();
-        Ok(Some(ColumnZones { starts, stats }))
+        Ok(Some(Arc::new(ColumnZones { starts, stats })))
     }
 
     async fn read_zone_map(&self, pages: &ColumnPages, location: ZoneMapLocation) -> Result<ColumnZones> {
