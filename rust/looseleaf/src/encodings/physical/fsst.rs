@@ -124,17 +124,26 @@ impl SymbolTable {
             lengths[escape + 1] = 0;
             at = escape + 2;
         }
-        let mut invalid_code = false;
+        ensure!(
+            memchr::memchr(NO_SYMBOL, &lengths).is_none(),
+            corrupt,
+            "an FSST code has no symbol in the page's {} symbols",
+            self.count
+        );
+        // Each value's decoded length, summed over its codes (no prefix sum over every code:
+        // that would write eight bytes per code byte).
+        let mut out = Vec::with_capacity(offsets.len());
         let mut total = 0u64;
-        let mut ends = Vec::with_capacity(codes.len() + 1);
-        ends.push(0);
-        ends.extend(lengths.iter().map(|length| {
-            invalid_code |= *length == NO_SYMBOL;
-            total += *length as u64;
-            total
-        }));
-        ensure!(!invalid_code, corrupt, "an FSST code has no symbol in the page's {} symbols", self.count);
-        Ok(offsets.iter().map(|offset| ends[(offset - first) as usize]).collect())
+        out.push(0);
+        for pair in offsets.windows(2) {
+            let backwards = || crate::Error::corrupt("FSST offsets go backwards");
+            let start = pair[0].checked_sub(first).ok_or_else(backwards)? as usize;
+            let end = pair[1].checked_sub(first).ok_or_else(backwards)? as usize;
+            let value = lengths.get(start..end).ok_or_else(backwards)?;
+            total += value.iter().map(|l| *l as u64).sum::<u64>();
+            out.push(total);
+        }
+        Ok(out)
     }
 }
 
