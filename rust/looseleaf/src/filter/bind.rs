@@ -413,14 +413,19 @@ fn string_constant(value: &ArrayRef) -> Option<String> {
 }
 
 fn binary_constant(value: &ArrayRef) -> Option<Vec<u8>> {
+    constant_bytes(value).map(<[u8]>::to_vec)
+}
+
+/// The bytes of a string or binary constant (of any of their types).
+pub(crate) fn constant_bytes(value: &ArrayRef) -> Option<&[u8]> {
     Some(match value.data_type() {
-        DataType::Binary => value.as_binary::<i32>().value(0).to_vec(),
-        DataType::LargeBinary => value.as_binary::<i64>().value(0).to_vec(),
-        DataType::BinaryView => value.as_binary_view().value(0).to_vec(),
-        DataType::FixedSizeBinary(_) => value.as_fixed_size_binary().value(0).to_vec(),
-        DataType::Utf8 => value.as_string::<i32>().value(0).as_bytes().to_vec(),
-        DataType::LargeUtf8 => value.as_string::<i64>().value(0).as_bytes().to_vec(),
-        DataType::Utf8View => value.as_string_view().value(0).as_bytes().to_vec(),
+        DataType::Binary => value.as_binary::<i32>().value(0),
+        DataType::LargeBinary => value.as_binary::<i64>().value(0),
+        DataType::BinaryView => value.as_binary_view().value(0),
+        DataType::FixedSizeBinary(_) => value.as_fixed_size_binary().value(0),
+        DataType::Utf8 => value.as_string::<i32>().value(0).as_bytes(),
+        DataType::LargeUtf8 => value.as_string::<i64>().value(0).as_bytes(),
+        DataType::Utf8View => value.as_string_view().value(0).as_bytes(),
         _ => return None,
     })
 }

@@ -14,7 +14,7 @@ use arrow_array::{Array, ArrayRef, BooleanArray, Scalar};
 use arrow_buffer::{BooleanBuffer, NullBuffer};
 use arrow_schema::DataType;
 
-use super::bind::{BoundColumn, BoundPredicate, constant_as_bool};
+use super::bind::{BoundColumn, BoundPredicate};
 use super::predicate::{CompareOp, NullMatching};
 use crate::error::{Error, Result};
 
@@ -182,18 +182,14 @@ fn validity(array: &ArrayRef, len: usize) -> BooleanBuffer {
 fn compare(array: &ArrayRef, op: CompareOp, value: &ArrayRef) -> Result<Truth> {
     match array.data_type() {
         DataType::Float32 => {
-            Ok(compare_doubles(array, op, value, |i| array.as_primitive::<Float32Type>().value(i) as f64))
+            let values = array.as_primitive::<Float32Type>().values();
+            Ok(compare_doubles(array, op, value, |i| values[i] as f64))
         }
-        DataType::Float64 => Ok(compare_doubles(array, op, value, |i| array.as_primitive::<Float64Type>().value(i))),
+        DataType::Float64 => {
+            let values = array.as_primitive::<Float64Type>().values();
+            Ok(compare_doubles(array, op, value, |i| values[i]))
+        }
         _ => {
-            if op == CompareOp::Eq
-                && let Some(constant) = constant_as_bool(value)
-                && let Some(values) = array.as_boolean_opt()
-            {
-                // `b = true` is `b`; `b = false` is `NOT b`.
-                let truth = Truth::of(values);
-                return Ok(if constant { truth } else { truth.not() });
-            }
             let constant = Scalar::new(value.clone());
             let result = match op {
                 CompareOp::Eq => arrow_ord::cmp::eq(array, &constant),

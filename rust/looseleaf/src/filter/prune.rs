@@ -16,7 +16,7 @@ use arrow_array::cast::AsArray;
 use arrow_array::types::{Float32Type, Float64Type};
 use arrow_schema::DataType;
 
-use super::bind::{BoundColumn, BoundPredicate, constant_as_bool, constant_as_integer};
+use super::bind::{BoundColumn, BoundPredicate, constant_as_bool, constant_as_integer, constant_bytes};
 use super::predicate::{CompareOp, NullMatching};
 use crate::encodings::statistics::{StatValue, decode_bound};
 use crate::encodings::strategy::ValueKind;
@@ -200,7 +200,7 @@ fn compare_may(column: &BoundColumn, op: CompareOp, value: &ArrayRef, want: bool
             within(op, &constant, float(min).as_ref(), float(max).as_ref())
         }
         ValueKind::Bytes if !matches!(column.value_type, DataType::FixedSizeBinary(_)) => {
-            let Some(constant) = bytes_constant(value) else { return true };
+            let Some(constant) = constant_bytes(value) else { return true };
             // A stored minimum may be a prefix of the true one: still a lower bound.
             within(op, constant, min, max)
         }
@@ -224,18 +224,6 @@ fn within<T: PartialOrd + ?Sized>(op: CompareOp, constant: &T, min: Option<&T>, 
         CompareOp::Gt => max.is_none_or(|m| m > constant),
         CompareOp::GtEq => max.is_none_or(|m| m >= constant),
     }
-}
-
-fn bytes_constant(value: &ArrayRef) -> Option<&[u8]> {
-    Some(match value.data_type() {
-        DataType::Utf8 => value.as_string::<i32>().value(0).as_bytes(),
-        DataType::LargeUtf8 => value.as_string::<i64>().value(0).as_bytes(),
-        DataType::Utf8View => value.as_string_view().value(0).as_bytes(),
-        DataType::Binary => value.as_binary::<i32>().value(0),
-        DataType::LargeBinary => value.as_binary::<i64>().value(0),
-        DataType::BinaryView => value.as_binary_view().value(0),
-        _ => return None,
-    })
 }
 
 #[cfg(test)]
