@@ -13,7 +13,8 @@ use arrow_array::{Array, ArrayRef, Float64Array, Int32Array, Int64Array, RecordB
 use arrow_schema::{DataType, Field, Schema, SchemaRef};
 use common::{read_to_end, runtime, write_file_with};
 use looseleaf::filter::{CompareOp, Predicate};
-use looseleaf::{FileReader, WriterOptions};
+use looseleaf::io::IoDepth;
+use looseleaf::{ByteCount, FileReader, IoOptions, WriterOptions};
 use proptest::prelude::*;
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
@@ -182,6 +183,12 @@ fn filter_case(seed: u64, rows: usize, zone_rows: u64, page_size: u64) {
             let want = expected(&t, &p, 0..rows, columns);
             assert_eq!(concat(&out.schema, &out.batches), want, "scan of {columns:?} with {p:?}");
             assert!(out.batches.iter().all(|b| b.num_rows() <= batch_size), "batches larger than the batch size");
+            // A budget of one byte and one read in flight: the stages share one I/O scheduler
+            // (stage 2 of the next chunk runs while stage 3 of this one does); no deadlock.
+            let tight = IoOptions { depth: IoDepth::Fixed(common::nz(1)), buffer: ByteCount(1), ..IoOptions::LOCAL };
+            let read = file.read().with_columns(names.clone()).with_filter(predicate.clone()).with_io_options(tight);
+            let out = runtime().block_on(read_to_end(read)).unwrap();
+            assert_eq!(concat(&out.schema, &out.batches), want, "one-byte budget, {columns:?} with {p:?}");
             // A range of rows.
             let start = rng.random_range(0..=rows);
             let end = rng.random_range(start..=rows);

@@ -46,7 +46,9 @@ use crate::read::metrics::ReadMetrics;
 
 /// Most rows of one chunk of stages 2 and 3.
 pub const MAX_CHUNK_ROWS: u64 = 1 << 20;
-/// Decoded bytes of filter columns a chunk aims at (its row count is cut to fit).
+/// Stored bytes of filter columns a chunk aims at (its row count is cut to fit), at most a
+/// quarter of the read's I/O buffer: a chunk's filter columns are held while its other columns
+/// are read.
 const CHUNK_FILTER_BYTES: u64 = 32 << 20;
 /// A storage request costs as much as reading this many coalescing gaps of bytes.
 pub const REQUEST_COST_GAPS: u64 = 8;
@@ -174,13 +176,15 @@ async fn setup(builder: &ReadBuilder) -> Result<Setup> {
         matches!(source, Source::Filter(_))
             || (field.data_type().is_primitive() || field.data_type() == &DataType::Boolean)
     });
-    // Chunks sized so that the filter columns of one stay near CHUNK_FILTER_BYTES.
+    // Chunks sized so that the filter columns of one stay near CHUNK_FILTER_BYTES, or a quarter
+    // of the I/O buffer if that is less.
     let columns: Vec<u32> =
         filter_fields.iter().filter_map(|&f| file.field_columns().get(f)).flat_map(|t| t.columns()).collect();
     let pages = file.load_columns(&columns).await?;
     let filter_bytes: u64 = pages.values().map(|c| c.num_bytes()).sum();
     let row_bytes = (filter_bytes / file.num_rows().max(1)).max(1);
-    let chunk_rows = (CHUNK_FILTER_BYTES / row_bytes).clamp(8192, MAX_CHUNK_ROWS);
+    let target = CHUNK_FILTER_BYTES.min(builder.io_options().buffer.get() / 4);
+    let chunk_rows = (target / row_bytes).clamp(8192, MAX_CHUNK_ROWS);
     let options = builder.resolved_options();
     let batch_size = options.batch_size.unwrap_or(DEFAULT_BATCH_SIZE).get();
     let base = ReadBuilder::new(file.clone()).with_options(builder.resolved_options());
