@@ -4,7 +4,7 @@
 //! - [`bind`]: [`BoundPredicate`], checked against a schema, constants in the columns' types.
 //! - [`prune`]: stage one of a filtered read, zones of rows ruled out by their statistics.
 //! - [`evaluate`]: stage two, the exact value of the predicate on decoded columns.
-//! - [`json`]: the JSON form bindings hand predicates over in.
+//! - `json.rs`: the JSON form bindings hand predicates over in ([`Predicate::from_json`]).
 //!
 //! Stage three, reading the other columns of the matching rows (by scanning the surviving
 //! zones or by a `take` of the rows, whichever the planner finds cheaper), is the filtered read
