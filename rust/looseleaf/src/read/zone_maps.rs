@@ -20,6 +20,10 @@ impl FileReader {
     /// [`crate::Error::Io`] if a zone map cannot be read, [`crate::Error::Corrupt`] if one does
     /// not match its column (checksum, zone count).
     pub(crate) async fn column_zones(&self, fields: &[usize]) -> Result<HashMap<usize, Arc<ColumnZones>>> {
+        self.column_zones_inner(fields).await.map_err(|e| e.with_location(self.location()))
+    }
+
+    async fn column_zones_inner(&self, fields: &[usize]) -> Result<HashMap<usize, Arc<ColumnZones>>> {
         let columns: Vec<(usize, u32)> = fields
             .iter()
             .filter_map(|&f| self.field_columns().get(f).map(|tree| (f, tree)))
