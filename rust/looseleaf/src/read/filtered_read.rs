@@ -230,9 +230,12 @@ pub(crate) async fn filtered_stream(builder: ReadBuilder) -> Result<RecordBatchS
     // Two batches in flight: the consumer's and the next.
     let (sender, receiver) = mpsc::channel(2);
     let task = tokio::spawn(run(setup, io.clone(), stats.clone(), sender.clone()));
+    // Every error names the file, those of assembling batches from what the file holds too.
+    let location = builder.file().location().to_string();
     let batches = futures::stream::unfold((receiver, AbortOnDrop(task)), |(mut receiver, task)| async move {
         receiver.recv().await.map(|batch| (batch, (receiver, task)))
     })
+    .map(move |batch| batch.map_err(|e| e.with_location(&location)))
     .boxed();
     drop(sender);
     Ok(RecordBatchStream { schema, batches, io, metrics: Arc::new(ReadMetrics::default()), filter: Some(stats) })
