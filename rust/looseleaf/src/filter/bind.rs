@@ -413,6 +413,10 @@ fn string_constant(value: &ArrayRef) -> Option<String> {
 }
 
 fn binary_constant(value: &ArrayRef) -> Option<Vec<u8>> {
+    // A string constant is not compared with a binary column (Arrow refuses it too).
+    if matches!(value.data_type(), DataType::Utf8 | DataType::LargeUtf8 | DataType::Utf8View) {
+        return None;
+    }
     constant_bytes(value).map(<[u8]>::to_vec)
 }
 

@@ -46,7 +46,8 @@ impl FileReader {
         if pages.num_rows() != self.num_rows() {
             return Ok(None);
         }
-        if let Some(location) = pages.zone_map {
+        // The finer of the two: a column of small pages skips by its pages.
+        if let Some(location) = pages.zone_map.filter(|z| z.num_zones >= pages.pages.len() as u64) {
             if let Some(zones) = self.cached_zones(pages.column) {
                 return Ok(Some(zones));
             }
