@@ -3,7 +3,9 @@
 Write Arrow data with :func:`write_table` or :class:`FileWriter`; read it back with
 :func:`open`, which returns a :class:`FileReader` (scan, projection, row ranges, ``take`` of any
 rows, and the I/O plan of a read without doing it). Data crosses between Python and the Rust
-engine without copies, through the Arrow PyCapsule interface.
+engine without copies, through the Arrow PyCapsule interface. Directories of many files (with
+Hive-style ``key=value`` partitions) are read with :func:`dataset` and written with
+:func:`write_dataset`.
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ from ._looseleaf import (
     get_io_budget,
     set_io_budget,
 )
+from .datasets import Dataset, dataset, write_dataset
 from .exceptions import (
     CorruptFileError,
     InvalidArgumentError,
@@ -33,6 +36,7 @@ __all__ = [
     "DEFAULT_BATCH_SIZE",
     "DEFAULT_PAGE_SIZE",
     "CorruptFileError",
+    "Dataset",
     "FileReader",
     "FileWriter",
     "InvalidArgumentError",
@@ -45,8 +49,10 @@ __all__ = [
     "SchemaMismatchError",
     "UnsupportedError",
     "__version__",
+    "dataset",
     "get_io_budget",
     "open",
     "set_io_budget",
+    "write_dataset",
     "write_table",
 ]

@@ -8,6 +8,9 @@ use arrow_array::ffi_stream::{FFI_ArrowArrayStream, RecordBatchStreamReader};
 use arrow_array::{Array, RecordBatch, RecordBatchReader, StructArray};
 use arrow_schema::{ArrowError, SchemaRef};
 use futures::StreamExt;
+use futures::stream::BoxStream;
+use looseleaf::dataset::DatasetStream;
+use looseleaf::read::FilterCounts;
 use looseleaf::{IoStats, RecordBatchStream};
 use pyo3::prelude::*;
 use pyo3::types::PyCapsule;
@@ -111,7 +114,7 @@ pub fn import_schema(obj: &Bound<'_, PyAny>) -> PyResult<SchemaRef> {
 /// runtime has no threads left: it would wait forever).
 struct BlockingReader {
     schema: SchemaRef,
-    stream: Option<RecordBatchStream>,
+    stream: Option<BoxStream<'static, looseleaf::Result<RecordBatch>>>,
     runtime: Arc<tokio::runtime::Runtime>,
     /// The process the read started in.
     pid: u32,
@@ -173,7 +176,9 @@ pub struct PyReadStream {
     reader: Mutex<Option<BlockingReader>>,
     stats: Box<dyn Fn() -> IoStats + Send + Sync>,
     metrics: Arc<looseleaf::read::metrics::ReadMetrics>,
-    filter: Option<Arc<looseleaf::read::FilterStats>>,
+    filter: Box<dyn Fn() -> Option<FilterCounts> + Send + Sync>,
+    /// A dataset read's files read so far (`None` for a file's read).
+    files_read: Option<Box<dyn Fn() -> usize + Send + Sync>>,
 }
 
 impl PyReadStream {
@@ -184,10 +189,35 @@ impl PyReadStream {
         let filter = stream.filter_counters();
         Self {
             metrics,
-            filter,
+            filter: Box::new(move || filter.as_ref().map(|f| f.snapshot())),
+            files_read: None,
             schema: schema.clone(),
-            reader: Mutex::new(Some(BlockingReader { schema, stream: Some(stream), runtime, pid: std::process::id() })),
+            reader: Mutex::new(Some(BlockingReader {
+                schema,
+                stream: Some(stream.boxed()),
+                runtime,
+                pid: std::process::id(),
+            })),
             stats: Box::new(move || io.stats()),
+        }
+    }
+
+    /// A dataset read's stream (its counters summed over its files).
+    pub fn of_dataset(stream: DatasetStream, runtime: Arc<tokio::runtime::Runtime>) -> Self {
+        let schema = stream.schema().clone();
+        let (io, filter, files) = (stream.stats(), stream.stats(), stream.stats());
+        Self {
+            metrics: Arc::default(),
+            filter: Box::new(move || filter.filter_stats()),
+            files_read: Some(Box::new(move || files.files_read())),
+            schema: schema.clone(),
+            reader: Mutex::new(Some(BlockingReader {
+                schema,
+                stream: Some(stream.boxed()),
+                runtime,
+                pid: std::process::id(),
+            })),
+            stats: Box::new(move || io.io_stats()),
         }
     }
 }
@@ -223,8 +253,10 @@ impl PyReadStream {
         out.set_item("io_wait_seconds", timings.waiting_for_io.as_secs_f64())?;
         out.set_item("decode_seconds", timings.decoding.as_secs_f64())?;
         out.set_item("batches", timings.batches)?;
-        if let Some(filter) = &self.filter {
-            let counts = filter.snapshot();
+        if let Some(files_read) = &self.files_read {
+            out.set_item("files_read", files_read())?;
+        }
+        if let Some(counts) = (self.filter)() {
             out.set_item("zones_read", counts.zones_total - counts.zones_skipped)?;
             out.set_item("zones_skipped", counts.zones_skipped)?;
             out.set_item("candidate_rows", counts.candidate_rows)?;

@@ -2,15 +2,26 @@
 //! job of the Spark data source, so that the Python and JVM data sources share one commit
 //! protocol.
 
-use looseleaf::StorageOptions;
-use looseleaf::dataset::{CommitMode, WriteJob};
-use pyo3::prelude::*;
-use pyo3::types::PyDict;
+use std::collections::HashMap;
+use std::sync::Arc;
 
-use crate::arrow::import_schema;
-use crate::errors::IntoPyResult;
-use crate::runtime::wait;
+use arrow_schema::Schema;
+use futures::StreamExt;
+use looseleaf::dataset::{
+    CommitMode, Dataset, DatasetOptions, DatasetScan, DatasetSource, DatasetWriteOptions, DatasetWriter, ExistingData,
+    FilePlan, Partitioning, WriteJob,
+};
+use looseleaf::filter::Predicate;
+use looseleaf::{ReadOptions, StorageOptions};
+use pyo3::prelude::*;
+use pyo3::types::{PyDict, PyList};
+
+use crate::arrow::{PyArrowSchema, PyBatches, PyReadStream, batch_stream, import_schema, import_stream};
+use crate::errors::{IntoPyResult, invalid_argument, to_py_err};
+use crate::reader::{filtered_plan_dict, indices_from, names, plan_dict, predicate, read_options};
+use crate::runtime::{runtime, wait};
 use crate::storage::at;
+use crate::writer::{PolicySpec, WriterSettings, writer_options};
 
 /// The data files a reader sees in the dataset directory `location` (see
 /// `looseleaf::dataset::directory_files`).
@@ -147,4 +158,296 @@ impl PyWriteJob {
     fn __repr__(&self) -> String {
         format!("WriteJob({:?}, {:?}, overwrite={})", self.job.directory().to_string(), self.job.id(), self.overwrite)
     }
+}
+
+/// How a Python caller names a dataset: a path or URL (a directory, prefix, glob or file), or a
+/// list of files.
+fn source(value: &Bound<'_, PyAny>) -> PyResult<DatasetSource> {
+    let os = value.py().import("os")?;
+    if let Ok(text) = os.call_method1("fspath", (value,)) {
+        return Ok(DatasetSource::Uri(text.extract()?));
+    }
+    if let Ok(items) = value.try_iter() {
+        let files = items
+            .map(|item| os.call_method1("fspath", (item?,))?.extract::<String>())
+            .collect::<PyResult<Vec<_>>>()
+            .map_err(|_| invalid_argument("a dataset is a path, a URL, or a list of them"))?;
+        return Ok(DatasetSource::Files(files));
+    }
+    Err(invalid_argument("a dataset is a path, a URL, or a list of them"))
+}
+
+/// `partitioning=`: `"hive"` (discovered; the default), `None` or `"none"` (no partition
+/// columns), or a schema of the partition columns.
+fn partitioning(value: Option<&Bound<'_, PyAny>>) -> PyResult<Partitioning> {
+    let Some(value) = value else { return Ok(Partitioning::Hive) };
+    if value.is_none() {
+        return Ok(Partitioning::None);
+    }
+    if let Ok(text) = value.extract::<String>() {
+        return match text.as_str() {
+            "hive" => Ok(Partitioning::Hive),
+            "none" => Ok(Partitioning::None),
+            other => Err(invalid_argument(format!("partitioning must be \"hive\", None or a schema, got {other:?}"))),
+        };
+    }
+    let schema = import_schema(value)
+        .map_err(|_| invalid_argument("partitioning must be \"hive\", None or a schema of the partition columns"))?;
+    Ok(Partitioning::HiveWith(schema.fields().clone()))
+}
+
+/// Splits the filter off the read options (every read method takes it, but it is not one).
+fn split_filter<'py>(options: Option<&Bound<'py, PyDict>>) -> PyResult<(ReadOptions, Option<Predicate>)> {
+    let Some(options) = options else { return Ok((ReadOptions::default(), None)) };
+    let options = options.copy()?;
+    let filter = options.get_item("filter")?.filter(|f| !f.is_none());
+    options.del_item("filter").ok();
+    let filter = filter.map(|f| predicate(&f)).transpose()?;
+    Ok((read_options(Some(&options))?, filter))
+}
+
+/// Many looseleaf files read as one table (`looseleaf::dataset::Dataset`).
+#[pyclass(name = "Dataset", module = "looseleaf._looseleaf", frozen)]
+pub struct PyDataset {
+    dataset: Dataset,
+}
+
+impl PyDataset {
+    fn scan(&self, columns: Option<&Bound<'_, PyAny>>, options: Option<&Bound<'_, PyDict>>) -> PyResult<DatasetScan> {
+        let (options, filter) = split_filter(options)?;
+        let mut scan = self.dataset.scan().with_options(options);
+        if let Some(columns) = names("columns", columns)? {
+            scan = scan.with_columns(columns);
+        }
+        if let Some(filter) = filter {
+            scan = scan.with_filter(filter);
+        }
+        Ok(scan)
+    }
+}
+
+#[pymethods]
+impl PyDataset {
+    /// Opens a dataset; the options become the defaults of its reads.
+    #[staticmethod]
+    #[pyo3(signature = (source, *, storage_options = None, partitioning = None, **options))]
+    fn open(
+        py: Python<'_>,
+        source: &Bound<'_, PyAny>,
+        storage_options: Option<&Bound<'_, PyAny>>,
+        partitioning: Option<&Bound<'_, PyAny>>,
+        options: Option<&Bound<'_, PyDict>>,
+    ) -> PyResult<Self> {
+        let options = DatasetOptions {
+            storage: crate::storage::storage_options(storage_options)?,
+            read: read_options(options)?,
+            partitioning: self::partitioning(partitioning)?,
+        };
+        let source = self::source(source)?;
+        let dataset = wait(py, async move { Dataset::open(source, options).await })?.py_err()?;
+        Ok(Self { dataset })
+    }
+
+    #[getter]
+    fn schema(&self) -> PyArrowSchema {
+        PyArrowSchema::new(self.dataset.schema().clone())
+    }
+
+    #[getter]
+    fn partition_schema(&self) -> PyArrowSchema {
+        PyArrowSchema::new(Arc::new(Schema::new(self.dataset.partitioning().fields().clone())))
+    }
+
+    #[getter]
+    fn files(&self) -> Vec<String> {
+        self.dataset.files().iter().map(|f| f.reader.location().to_string()).collect()
+    }
+
+    #[getter]
+    fn num_rows(&self) -> u64 {
+        self.dataset.num_rows()
+    }
+
+    /// The partition values of every file: one row per file, in order.
+    fn file_partitions(&self) -> PyResult<PyBatches> {
+        let batch = self.dataset.file_partitions().py_err()?;
+        Ok(batch_stream(batch))
+    }
+
+    /// Rows per file, in order.
+    #[getter]
+    fn file_rows(&self) -> Vec<u64> {
+        self.dataset.files().iter().map(|f| f.reader.num_rows()).collect()
+    }
+
+    /// Starts a read across the files; the result exports its batches through
+    /// `__arrow_c_stream__`.
+    #[pyo3(signature = (columns = None, **options))]
+    fn stream(
+        &self,
+        py: Python<'_>,
+        columns: Option<&Bound<'_, PyAny>>,
+        options: Option<&Bound<'_, PyDict>>,
+    ) -> PyResult<PyReadStream> {
+        let scan = self.scan(columns, options)?;
+        let stream = wait(py, scan.stream())?.py_err()?;
+        Ok(PyReadStream::of_dataset(stream, runtime()?))
+    }
+
+    /// Reads to the end and returns all batches (errors raise looseleaf's exceptions).
+    #[pyo3(signature = (columns = None, **options))]
+    fn read_table(
+        &self,
+        py: Python<'_>,
+        columns: Option<&Bound<'_, PyAny>>,
+        options: Option<&Bound<'_, PyDict>>,
+    ) -> PyResult<PyBatches> {
+        let scan = self.scan(columns, options)?;
+        let (schema, batches) = wait(py, async move {
+            let mut stream = scan.stream().await?;
+            let schema = stream.schema().clone();
+            let mut batches = Vec::new();
+            while let Some(batch) = stream.next().await {
+                batches.push(batch?);
+            }
+            Ok::<_, looseleaf::Error>((schema, batches))
+        })?
+        .py_err()?;
+        Ok(PyBatches::new(schema, batches))
+    }
+
+    /// The rows at dataset row numbers `indices`, in that order.
+    #[pyo3(signature = (indices, columns = None, **options))]
+    fn take(
+        &self,
+        py: Python<'_>,
+        indices: &Bound<'_, PyAny>,
+        columns: Option<&Bound<'_, PyAny>>,
+        options: Option<&Bound<'_, PyDict>>,
+    ) -> PyResult<PyBatches> {
+        let indices = indices_from(indices)?;
+        let scan = self.scan(columns, options)?;
+        let batch = wait(py, async move { scan.take(&indices).await })?.py_err()?;
+        Ok(batch_stream(batch))
+    }
+
+    /// Rows the read would return.
+    #[pyo3(signature = (**options))]
+    fn count_rows(&self, py: Python<'_>, options: Option<&Bound<'_, PyDict>>) -> PyResult<u64> {
+        let scan = self.scan(None, options)?;
+        wait(py, scan.count_rows())?.py_err()
+    }
+
+    /// The I/O a read would make, per file, without making it.
+    #[pyo3(signature = (columns = None, **options))]
+    fn plan<'py>(
+        &self,
+        py: Python<'py>,
+        columns: Option<&Bound<'py, PyAny>>,
+        options: Option<&Bound<'py, PyDict>>,
+    ) -> PyResult<Bound<'py, PyList>> {
+        let scan = self.scan(columns, options)?;
+        let plan = wait(py, scan.plan())?.py_err()?;
+        let out = PyList::empty(py);
+        for ((location, plan), file) in plan.files.iter().zip(self.dataset.files()) {
+            let paths = file.reader.column_paths();
+            let entry = match plan {
+                None => PyDict::new(py),
+                Some(FilePlan::Read(plan)) => plan_dict(py, plan, &paths)?,
+                Some(FilePlan::Filtered(plan)) => filtered_plan_dict(py, plan, &paths)?,
+            };
+            entry.set_item("file", location)?;
+            entry.set_item("pruned", plan.is_none())?;
+            out.append(entry)?;
+        }
+        Ok(out)
+    }
+}
+
+/// Writes Arrow data (anything with `__arrow_c_stream__`) as a dataset directory; returns the
+/// files written.
+#[pyfunction]
+#[pyo3(signature = (data, uri, *, partition_by = None, max_rows_per_file = None, max_open_files = None, existing_data = "error", storage_options = None, page_size = None, compression = None, compression_level = None, encodings = None, statistics = true, checksums = true, zone_map_rows = None))]
+// Python's keywords, one parameter each, as PyO3 maps them; they become one options struct below.
+#[allow(clippy::too_many_arguments)]
+pub fn write_dataset(
+    py: Python<'_>,
+    data: &Bound<'_, PyAny>,
+    uri: &str,
+    partition_by: Option<Vec<String>>,
+    max_rows_per_file: Option<u64>,
+    max_open_files: Option<usize>,
+    existing_data: &str,
+    storage_options: Option<&Bound<'_, PyAny>>,
+    page_size: Option<i128>,
+    compression: Option<String>,
+    compression_level: Option<i32>,
+    encodings: Option<HashMap<String, PolicySpec>>,
+    statistics: bool,
+    checksums: bool,
+    zone_map_rows: Option<i128>,
+) -> PyResult<Vec<String>> {
+    let (root, storage) = at(uri, storage_options)?;
+    let writer = writer_options(WriterSettings {
+        page_size,
+        compression,
+        compression_level,
+        encodings,
+        statistics,
+        checksums,
+        zone_map_rows,
+    })?;
+    let existing_data = match existing_data {
+        "error" => ExistingData::Error,
+        "append" => ExistingData::Append,
+        "overwrite" => ExistingData::Overwrite,
+        other => {
+            return Err(invalid_argument(format!(
+                "existing_data must be \"error\", \"append\" or \"overwrite\", got {other:?}"
+            )));
+        }
+    };
+    let defaults = DatasetWriteOptions::default();
+    let options = DatasetWriteOptions {
+        storage,
+        writer,
+        partition_by: partition_by.unwrap_or_default(),
+        max_rows_per_file,
+        max_open_files: max_open_files.unwrap_or(defaults.max_open_files),
+        existing_data,
+    };
+    let reader = import_stream(data)?;
+    let schema = arrow_array::RecordBatchReader::schema(&reader);
+    let runtime = runtime()?;
+    let mut writer = wait(py, DatasetWriter::try_new(root, schema, options))?.py_err()?;
+    // The producer takes the GIL itself if it needs it (a Python generator behind a reader).
+    let written = py.detach(|| {
+        std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            for batch in reader {
+                let batch = match batch {
+                    Ok(batch) => batch,
+                    Err(e) => {
+                        let _ = crate::runtime::block_on_interruptible(&runtime, writer.abort());
+                        return Err(invalid_argument(format!("reading the input stream failed: {e}")));
+                    }
+                };
+                let result = crate::runtime::block_on_interruptible(&runtime, writer.write(&batch))
+                    .map_err(|interrupted| to_py_err(looseleaf::Error::internal(interrupted)))
+                    .and_then(|r| r.py_err());
+                if let Err(e) = result {
+                    let _ = crate::runtime::block_on_interruptible(&runtime, writer.abort());
+                    return Err(e);
+                }
+            }
+            crate::runtime::block_on_interruptible(&runtime, writer.finish())
+                .map_err(|interrupted| to_py_err(looseleaf::Error::internal(interrupted)))?
+                .py_err()
+        }))
+    });
+    written.unwrap_or_else(|panic| {
+        Err(to_py_err(looseleaf::Error::internal(format!(
+            "looseleaf failed unexpectedly (a bug; please report it): {}",
+            crate::runtime::panic_message(&panic)
+        ))))
+    })
 }

@@ -42,6 +42,8 @@ fn _looseleaf(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<arrow::PyBatches>()?;
     m.add_class::<arrow::PyArrowSchema>()?;
     m.add_class::<dataset::PyWriteJob>()?;
+    m.add_class::<dataset::PyDataset>()?;
+    m.add_function(wrap_pyfunction!(dataset::write_dataset, m)?)?;
     m.add_class::<budget::PyIoBudget>()?;
     m.add_function(wrap_pyfunction!(budget::set_io_budget, m)?)?;
     m.add_function(wrap_pyfunction!(budget::get_io_budget, m)?)?;

@@ -11,6 +11,7 @@ use arrow_schema::DataType;
 use futures::StreamExt;
 use looseleaf::filter::Predicate;
 use looseleaf::io::{ColumnPlan, IoPlan, RequestKind};
+use looseleaf::read::FilteredPlan;
 use looseleaf::read::selection::row_numbers;
 use looseleaf::{FileReader, IoStats, Location, OptionValue, ReadBuilder, ReadOptions, StatValue};
 use pyo3::buffer::PyBuffer;
@@ -57,7 +58,7 @@ pub fn option_value(value: &Bound<'_, PyAny>) -> PyResult<OptionValue> {
 }
 
 /// A list of column names given as `argument`.
-fn names(argument: &str, value: Option<&Bound<'_, PyAny>>) -> PyResult<Option<Vec<String>>> {
+pub(crate) fn names(argument: &str, value: Option<&Bound<'_, PyAny>>) -> PyResult<Option<Vec<String>>> {
     let Some(value) = value.filter(|v| !v.is_none()) else { return Ok(None) };
     if value.is_instance_of::<PyString>() {
         return Err(invalid_argument(format!("{argument} must be a list of column names, not a string")));
@@ -75,7 +76,7 @@ fn describe(value: &Bound<'_, PyAny>) -> String {
 /// Row indices from a Python object: an Arrow integer array (`__arrow_c_array__`), an object
 /// with the buffer protocol (a numpy array, `array.array`), or a sequence of integers. Nothing
 /// here imports another Python module.
-fn indices_from(obj: &Bound<'_, PyAny>) -> PyResult<Vec<u64>> {
+pub(crate) fn indices_from(obj: &Bound<'_, PyAny>) -> PyResult<Vec<u64>> {
     if obj.hasattr("__arrow_c_array__")? {
         return arrow_indices(&crate::arrow::import_array(obj)?);
     }
@@ -181,7 +182,7 @@ impl PyFileReader {
 }
 
 /// A filter in the form `looseleaf.filters.to_native` gives: `(json, [literal arrays])`.
-fn predicate(filter: &Bound<'_, PyAny>) -> PyResult<Predicate> {
+pub(crate) fn predicate(filter: &Bound<'_, PyAny>) -> PyResult<Predicate> {
     let (json, literals): (String, Vec<Bound<'_, PyAny>>) = filter
         .extract()
         .map_err(|_| invalid_argument("filter: expected the (json, literals) pair of looseleaf.filters.to_native"))?;
@@ -376,25 +377,18 @@ impl PyFileReader {
         let read = self.read(columns, Rows::of(start, num_rows, indices)?, options)?;
         if read.has_filter() {
             let plan = wait(py, read.filter_plan())?.py_err()?;
-            let out = plan_dict(py, &plan.filter_columns, &self.file.column_paths())?;
-            let filter = PyDict::new(py);
-            filter.set_item("zones", plan.zones.total)?;
-            filter.set_item("zones_skipped", plan.zones.skipped)?;
-            filter.set_item("candidate_rows", plan.candidate_rows)?;
-            filter.set_item(
-                "stage3",
-                "decided per chunk once the filter columns are read: a take of the matching rows when the \
-                 planner finds it reads less than a scan of the chunk",
-            )?;
-            out.set_item("filter", filter)?;
-            return Ok(out);
+            return filtered_plan_dict(py, &plan, &self.file.column_paths());
         }
         let plan = wait(py, read.plan())?.py_err()?;
         plan_dict(py, &plan, &self.file.column_paths())
     }
 }
 
-fn plan_dict<'py>(py: Python<'py>, plan: &IoPlan, paths: &HashMap<u32, String>) -> PyResult<Bound<'py, PyDict>> {
+pub(crate) fn plan_dict<'py>(
+    py: Python<'py>,
+    plan: &IoPlan,
+    paths: &HashMap<u32, String>,
+) -> PyResult<Bound<'py, PyDict>> {
     let out = totals_dict(py, &plan.total())?;
     let columns = PyDict::new(py);
     for (column, c) in plan.by_column() {
@@ -416,6 +410,26 @@ fn plan_dict<'py>(py: Python<'py>, plan: &IoPlan, paths: &HashMap<u32, String>) 
         requests.append(entry)?;
     }
     out.set_item("request_list", requests)?;
+    Ok(out)
+}
+
+/// The plan of a filtered read as a dict: its stage 2's requests, and a `"filter"` entry.
+pub(crate) fn filtered_plan_dict<'py>(
+    py: Python<'py>,
+    plan: &FilteredPlan,
+    paths: &HashMap<u32, String>,
+) -> PyResult<Bound<'py, PyDict>> {
+    let out = plan_dict(py, &plan.filter_columns, paths)?;
+    let filter = PyDict::new(py);
+    filter.set_item("zones", plan.zones.total)?;
+    filter.set_item("zones_skipped", plan.zones.skipped)?;
+    filter.set_item("candidate_rows", plan.candidate_rows)?;
+    filter.set_item(
+        "stage3",
+        "decided per chunk once the filter columns are read: a take of the matching rows when the \
+         planner finds it reads less than a scan of the chunk",
+    )?;
+    out.set_item("filter", filter)?;
     Ok(out)
 }
 

@@ -13,7 +13,7 @@ use crate::errors::{IntoPyResult, invalid_argument, to_py_err};
 use crate::runtime::{runtime, wait};
 
 /// An encoding policy from Python: the forced encoding, if any, and the forbidden ones.
-type PolicySpec = (Option<String>, Vec<String>);
+pub type PolicySpec = (Option<String>, Vec<String>);
 
 /// Writes record batches to a looseleaf file; nothing is visible at the path until `finish`.
 #[pyclass(name = "FileWriter", module = "looseleaf._looseleaf", frozen)]
@@ -69,34 +69,15 @@ impl PyFileWriter {
         let location = Location::parse(&display).py_err()?;
         let storage = crate::storage::storage_options(storage_options)?;
         let schema = import_schema(schema)?;
-        let mut options = WriterOptions::default().with_statistics(statistics).with_checksums(checksums);
-        if let Some(rows) = zone_map_rows {
-            let rows = u64::try_from(rows)
-                .map_err(|_| invalid_argument(format!("zone_map_rows must be 0 (none) or more, got {rows}")))?;
-            options = options.with_zone_map_rows(rows);
-        }
-        if let Some(page_size) = page_size {
-            let bytes = u64::try_from(page_size)
-                .ok()
-                .filter(|b| *b > 0)
-                .ok_or_else(|| invalid_argument(format!("page_size must be at least 1 byte, got {page_size}")))?;
-            options = options.with_page_size(bytes);
-        }
-        options = options
-            .with_compression_named(compression.as_deref().unwrap_or("none"), compression_level.unwrap_or(3))
-            .py_err()?;
-        // `{column: (forced encoding, forbidden encodings)}`; the column "*" sets the default.
-        for (column, (force, forbid)) in encodings.unwrap_or_default() {
-            let policy = EncodingPolicy {
-                force: force.map(|f| f.parse::<EncodingKind>()).transpose().py_err()?,
-                forbid: forbid.iter().map(|f| f.parse::<EncodingKind>()).collect::<Result<_, _>>().py_err()?,
-            };
-            options = if column == "*" {
-                options.with_default_encoding_policy(policy)
-            } else {
-                options.with_encoding_policy(column, policy)
-            };
-        }
+        let options = writer_options(WriterSettings {
+            page_size,
+            compression,
+            compression_level,
+            encodings,
+            statistics,
+            checksums,
+            zone_map_rows,
+        })?;
         let writer = wait(py, async move { location.create(schema, options, &storage).await })?.py_err()?;
         Ok(Self { writer: Mutex::new(Some(writer)), location: display })
     }
@@ -172,4 +153,50 @@ impl PyFileWriter {
     fn closed(&self) -> bool {
         self.writer.try_lock().map(|g| g.is_none()).unwrap_or(false)
     }
+}
+
+/// The writer keywords of `FileWriter` and `write_dataset`, as Python gives them.
+pub struct WriterSettings {
+    pub page_size: Option<i128>,
+    pub compression: Option<String>,
+    pub compression_level: Option<i32>,
+    pub encodings: Option<HashMap<String, PolicySpec>>,
+    pub statistics: bool,
+    pub checksums: bool,
+    pub zone_map_rows: Option<i128>,
+}
+
+/// The core's [`WriterOptions`] of the Python keywords, each checked.
+pub fn writer_options(settings: WriterSettings) -> PyResult<WriterOptions> {
+    let WriterSettings { page_size, compression, compression_level, encodings, statistics, checksums, zone_map_rows } =
+        settings;
+    let mut options = WriterOptions::default().with_statistics(statistics).with_checksums(checksums);
+    if let Some(rows) = zone_map_rows {
+        let rows = u64::try_from(rows)
+            .map_err(|_| invalid_argument(format!("zone_map_rows must be 0 (none) or more, got {rows}")))?;
+        options = options.with_zone_map_rows(rows);
+    }
+    if let Some(page_size) = page_size {
+        let bytes = u64::try_from(page_size)
+            .ok()
+            .filter(|b| *b > 0)
+            .ok_or_else(|| invalid_argument(format!("page_size must be at least 1 byte, got {page_size}")))?;
+        options = options.with_page_size(bytes);
+    }
+    options = options
+        .with_compression_named(compression.as_deref().unwrap_or("none"), compression_level.unwrap_or(3))
+        .py_err()?;
+    // `{column: (forced encoding, forbidden encodings)}`; the column "*" sets the default.
+    for (column, (force, forbid)) in encodings.unwrap_or_default() {
+        let policy = EncodingPolicy {
+            force: force.map(|f| f.parse::<EncodingKind>()).transpose().py_err()?,
+            forbid: forbid.iter().map(|f| f.parse::<EncodingKind>()).collect::<Result<_, _>>().py_err()?,
+        };
+        options = if column == "*" {
+            options.with_default_encoding_policy(policy)
+        } else {
+            options.with_encoding_policy(column, policy)
+        };
+    }
+    Ok(options)
 }

@@ -7,10 +7,21 @@
 //! files: `_temporary`, `.crc`, ...).
 
 mod commit_log;
+mod discovery;
+mod partitioning;
+mod pruning;
+mod reader;
+mod scan;
 mod write_job;
+mod writer;
 
 pub use commit_log::{COMMITS_DIR, Commit, CommitLog, CommitMode, FORMAT_VERSION};
+pub use discovery::DatasetSource;
+pub use partitioning::{HivePartitioning, NULL_PARTITION, is_partition_type};
+pub use reader::{Dataset, DatasetFile, DatasetOptions, OPEN_CONCURRENCY, Partitioning};
+pub use scan::{DatasetPlan, DatasetScan, DatasetStats, DatasetStream, FILES_AHEAD, FilePlan};
 pub use write_job::{SCHEMAS_DIR, WriteJob};
+pub use writer::{DatasetWriteOptions, DatasetWriter, ExistingData, read_back_schema};
 
 use crate::error::{Error, Result};
 use crate::storage::{Location, StorageOptions};

@@ -1,0 +1,556 @@
+//! [`DatasetScan`]: a read of a [`Dataset`]: one stream across its files, a `take` by dataset
+//! row numbers, a count, a plan.
+//!
+//! # Files read at once, within one budget
+//! A stream reads its files in order and hands their batches out in that order, with up to
+//! [`FILES_AHEAD`] files started at once: a file's read schedules and fetches its pages as soon
+//! as it starts, so the next files' I/O overlaps the current file's decoding. Every file's read
+//! counts its bytes against one [`IoBudget`] (the read's `io_budget`, else one of the read's
+//! I/O buffer made for it): the files read ahead share one buffer, they do not get one each.
+//!
+//! # Partition columns
+//! Each file's batches gain its partition values as constant columns. A filter is first folded
+//! with each file's partition values (`pruning.rs`): files it rules out are never read, and
+//! the rest are read with what is left of it, which names only their own columns.
+
+use std::collections::HashMap;
+use std::num::NonZeroUsize;
+use std::pin::Pin;
+use std::sync::{Arc, Mutex};
+use std::task::{Context, Poll};
+
+use arrow_array::{Array, ArrayRef, RecordBatch, RecordBatchOptions, UInt32Array, UInt64Array, new_null_array};
+use arrow_schema::{Field, Schema, SchemaRef};
+use futures::stream::BoxStream;
+use futures::{Stream, StreamExt, TryStreamExt};
+
+use super::pruning::{keeps_all, partition_residual, rules_out};
+use super::reader::{Dataset, DatasetFile};
+use crate::error::{Error, Result, bail};
+use crate::filter::Predicate;
+use crate::io::{IoBudget, IoPlan, IoScheduler, IoStats};
+use crate::options::{DEFAULT_BATCH_SIZE, ReadOptions};
+use crate::read::{FilterCounts, FilterStats, FilteredPlan, ReadBuilder};
+
+/// Files a stream has started reading at once (see the module documentation).
+pub const FILES_AHEAD: usize = 4;
+
+/// A read of a [`Dataset`]: which columns, which rows (a filter), how.
+#[derive(Debug, Clone)]
+pub struct DatasetScan {
+    dataset: Dataset,
+    columns: Option<Vec<String>>,
+    filter: Option<Predicate>,
+    options: ReadOptions,
+}
+
+/// The plan of a dataset read: each file's, or why it is not read.
+#[derive(Debug, Clone)]
+pub struct DatasetPlan {
+    /// Per file, in order: its location and its plan, `None` if the filter rules it out by its
+    /// partition values.
+    pub files: Vec<(String, Option<FilePlan>)>,
+}
+
+/// The plan of one file's read.
+#[derive(Debug, Clone)]
+pub enum FilePlan {
+    /// An unfiltered read: every request.
+    Read(IoPlan),
+    /// A filtered read: its stages 1 and 2 (stage 3 depends on what matches).
+    Filtered(FilteredPlan),
+}
+
+/// Where an output column comes from.
+#[derive(Debug, Clone, Copy)]
+enum Source {
+    /// A column of the file's batches, by position.
+    File(usize),
+    /// A partition column, by position among them.
+    Partition(usize),
+}
+
+/// What each file is read for.
+#[derive(Debug, Clone)]
+struct Projection {
+    /// The file columns read (`None`: all of them).
+    file_columns: Option<Vec<String>>,
+    /// The output columns.
+    sources: Vec<Source>,
+    schema: SchemaRef,
+}
+
+impl DatasetScan {
+    pub(crate) fn new(dataset: Dataset) -> Self {
+        Self { dataset, columns: None, filter: None, options: ReadOptions::default() }
+    }
+
+    /// Reads only `columns` (file columns, nested paths among them, and partition columns), in
+    /// that order.
+    pub fn with_columns(mut self, columns: Vec<String>) -> Self {
+        self.columns = Some(columns);
+        self
+    }
+
+    /// Returns only the rows where `filter` is true (it may read partition columns).
+    pub fn with_filter(mut self, filter: Predicate) -> Self {
+        self.filter = Some(filter);
+        self
+    }
+
+    /// Reads with `options` over the dataset's.
+    pub fn with_options(mut self, options: ReadOptions) -> Self {
+        self.options = options;
+        self
+    }
+
+    /// The files the read reads, each with what is left of the filter for it (`None`: no
+    /// filter left, every row), in order; files the filter rules out are left out.
+    fn files(&self) -> Result<Vec<(usize, Option<Predicate>)>> {
+        let partitions = self.dataset.partitioning().fields();
+        let mut out = Vec::new();
+        for (index, file) in self.dataset.files().iter().enumerate() {
+            let residual = match &self.filter {
+                None => None,
+                Some(filter) => {
+                    let residual = partition_residual(filter, partitions, &file.partition_values)
+                        .map_err(|e| e.with_location(self.dataset.name()))?;
+                    if rules_out(&residual) {
+                        continue;
+                    }
+                    (!keeps_all(&residual)).then_some(residual)
+                }
+            };
+            out.push((index, residual));
+        }
+        Ok(out)
+    }
+
+    async fn projection(&self) -> Result<Projection> {
+        let dataset = &self.dataset;
+        let partitions = dataset.partitioning().fields();
+        let file_fields = dataset.file_schema().fields();
+        let Some(columns) = &self.columns else {
+            let sources =
+                (0..file_fields.len()).map(Source::File).chain((0..partitions.len()).map(Source::Partition)).collect();
+            return Ok(Projection { file_columns: None, sources, schema: dataset.schema().clone() });
+        };
+        let mut file_columns = Vec::new();
+        let mut sources = Vec::new();
+        for name in columns {
+            match partitions.find(name) {
+                Some((index, _)) => sources.push(Source::Partition(index)),
+                None => {
+                    sources.push(Source::File(file_columns.len()));
+                    file_columns.push(name.clone());
+                }
+            }
+        }
+        // The file read's own schema (nested paths give the fields they select).
+        let file_schema = match dataset.files().first() {
+            Some(first) => {
+                let read = first.reader.read().with_columns(file_columns.clone());
+                read.output_fields().await.map_err(|e| e.with_location(dataset.name()))?.1
+            }
+            None => Arc::new(
+                dataset.file_schema().project(
+                    &file_columns
+                        .iter()
+                        .map(|c| dataset.file_schema().index_of(c))
+                        .collect::<std::result::Result<Vec<_>, _>>()
+                        .map_err(|_| {
+                            Error::invalid_argument(format!("{}: unknown column in {columns:?}", dataset.name()))
+                        })?,
+                )?,
+            ),
+        };
+        if file_schema.fields().len() != file_columns.len() {
+            // Paths into one struct read as one field: partition columns go last.
+            let file_count = file_schema.fields().len();
+            sources = (0..file_count)
+                .map(Source::File)
+                .chain(sources.iter().filter(|s| matches!(s, Source::Partition(_))).copied())
+                .collect();
+        }
+        let fields: Vec<Arc<Field>> = sources
+            .iter()
+            .map(|source| match source {
+                Source::File(i) => file_schema.fields()[*i].clone(),
+                Source::Partition(i) => partitions[*i].clone(),
+            })
+            .collect();
+        let schema = Arc::new(Schema::new_with_metadata(fields, dataset.schema().metadata().clone()));
+        Ok(Projection { file_columns: Some(file_columns), sources, schema })
+    }
+
+    /// The read of one file: `projection`'s columns (plus, when it reads none of the file's,
+    /// the first column the filter reads, dropped from the output), with `residual`.
+    fn file_read(&self, file: &DatasetFile, projection: &Projection, residual: Option<&Predicate>) -> ReadBuilder {
+        let mut read = file.reader.read().with_options(self.options.clone());
+        let mut columns = projection.file_columns.clone();
+        if let (Some(columns), Some(residual)) = (columns.as_mut(), residual)
+            && columns.is_empty()
+            && let Some(first) = residual.columns().first().and_then(|path| path.first())
+        {
+            columns.push(first.clone());
+        }
+        if let Some(columns) = columns {
+            read = read.with_columns(columns);
+        }
+        if let Some(residual) = residual {
+            read = read.with_filter(residual.clone());
+        }
+        read
+    }
+
+    /// The options of the read over the dataset's, and the budget its files share.
+    fn resolved(&self) -> (ReadOptions, IoBudget) {
+        let options = self.options.or(&self.dataset.options().read);
+        let budget = options.shared_budget().unwrap_or_else(|| {
+            let defaults = self.dataset.files().first().map(|f| f.reader.io_defaults()).unwrap_or_default();
+            IoBudget::new(options.io_options(defaults).buffer, None)
+        });
+        (options, budget)
+    }
+
+    /// Starts the read: the files' batches in order, with their partition columns.
+    ///
+    /// # Errors
+    /// [`Error::InvalidArgument`] for an unknown column or a filter that does not bind; errors
+    /// of the files' reads (in the stream), each naming its file.
+    pub async fn stream(self) -> Result<DatasetStream> {
+        let projection = Arc::new(self.projection().await?);
+        let files = self.files()?;
+        let (options, budget) = self.resolved();
+        let batch_size = options.batch_size.unwrap_or(DEFAULT_BATCH_SIZE);
+        let counters = Arc::new(StreamCounters::default());
+        let read_options = ReadOptions { io_budget: Some(budget.clone()), ..self.options.clone() };
+        let scan = Arc::new(DatasetScan { options: read_options, ..self });
+        let started = {
+            let counters = counters.clone();
+            let projection = projection.clone();
+            futures::stream::iter(files).map(move |(index, residual)| {
+                let scan = scan.clone();
+                let counters = counters.clone();
+                let projection = projection.clone();
+                async move { scan.file_stream(index, residual, &projection, batch_size, &counters).await }
+            })
+        };
+        let batches = started.buffered(FILES_AHEAD).try_flatten().boxed();
+        Ok(DatasetStream { schema: projection.schema.clone(), batches, counters, budget })
+    }
+
+    /// One file's batches, with its partition columns.
+    async fn file_stream(
+        &self,
+        index: usize,
+        residual: Option<Predicate>,
+        projection: &Projection,
+        batch_size: NonZeroUsize,
+        counters: &StreamCounters,
+    ) -> Result<BoxStream<'static, Result<RecordBatch>>> {
+        let file = self.dataset.files()[index].clone();
+        let location = file.reader.location().to_string();
+        let constants = Constants::new(&file, projection.schema.clone(), projection.sources.clone());
+        let reads_file = projection.file_columns.as_ref().is_none_or(|c| !c.is_empty()) || residual.is_some();
+        if !reads_file {
+            // Only partition columns: the file's row count is all there is to read.
+            let rows = file.reader.num_rows();
+            let step = batch_size.get() as u64;
+            let batches = (0..rows.div_ceil(step)).map(move |i| {
+                let len = (rows - i * step).min(step) as usize;
+                constants.batch(None, len)
+            });
+            return Ok(futures::stream::iter(batches.collect::<Vec<_>>()).boxed());
+        }
+        let stream = self.file_read(&file, projection, residual.as_ref()).stream().await?;
+        counters.started(stream.io_scheduler().clone(), stream.filter_counters());
+        Ok(stream
+            .map(move |batch| {
+                let batch = batch?;
+                let len = batch.num_rows();
+                constants.batch(Some(&batch), len).map_err(|e| e.with_location(&location))
+            })
+            .boxed())
+    }
+
+    /// The rows at dataset row numbers `indices` (any order, repeats allowed), in that order;
+    /// with a filter, those of them it keeps, still in that order.
+    ///
+    /// # Errors
+    /// [`Error::InvalidArgument`] for a row number past the end, an unknown column or a filter
+    /// that does not bind; errors of the files' reads, each naming its file.
+    pub async fn take(self, indices: &[u64]) -> Result<RecordBatch> {
+        let projection = self.projection().await?;
+        let filter_projection = match (&self.filter, &self.columns) {
+            // Read the filter's columns too, evaluate it on the rows, then project.
+            (Some(filter), Some(columns)) => {
+                let mut reading = columns.clone();
+                for path in filter.columns() {
+                    if let Some(name) = path.first().filter(|name| !reading.contains(name)) {
+                        reading.push(name.clone());
+                    }
+                }
+                Some(DatasetScan { columns: Some(reading), ..self.clone() }.projection().await?)
+            }
+            _ => None,
+        };
+        let reading = filter_projection.as_ref().unwrap_or(&projection);
+        // Per file: its rows, and where each goes in the output.
+        let mut per_file: HashMap<usize, (Vec<u64>, Vec<u64>)> = HashMap::new();
+        for (position, &row) in indices.iter().enumerate() {
+            let (file, local) = self.dataset.locate(row).ok_or_else(|| {
+                Error::invalid_argument(format!(
+                    "{}: row {row} is out of range (the dataset has {} rows)",
+                    self.dataset.name(),
+                    self.dataset.num_rows()
+                ))
+            })?;
+            let entry = per_file.entry(file).or_default();
+            entry.0.push(local);
+            entry.1.push(position as u64);
+        }
+        let mut order: Vec<usize> = per_file.keys().copied().collect();
+        order.sort_unstable();
+        let (_, budget) = self.resolved();
+        let scan =
+            DatasetScan { options: ReadOptions { io_budget: Some(budget), ..self.options.clone() }, ..self.clone() };
+        let scan = Arc::new(scan);
+        let reading = Arc::new(reading.clone());
+        let reads: Vec<_> = order
+            .iter()
+            .map(|&index| {
+                let (scan, reading, rows) = (scan.clone(), reading.clone(), per_file[&index].0.clone());
+                async move {
+                    let file = &scan.dataset.files()[index];
+                    let constants = Constants::new(file, reading.schema.clone(), reading.sources.clone());
+                    if reading.file_columns.as_ref().is_some_and(|c| c.is_empty()) {
+                        return constants.batch(None, rows.len());
+                    }
+                    let batch = scan.file_read(file, &reading, None).take(&rows).await?;
+                    let len = batch.num_rows();
+                    constants.batch(Some(&batch), len).map_err(|e| e.with_location(file.reader.location()))
+                }
+            })
+            .collect();
+        let reads = futures::stream::iter(reads).buffered(FILES_AHEAD).try_collect::<Vec<RecordBatch>>().await?;
+        // Put the rows back in the order asked for.
+        let mut positions = vec![0u32; indices.len()];
+        let mut row = 0u32;
+        for index in &order {
+            for &position in &per_file[index].1 {
+                positions[position as usize] = row;
+                row += 1;
+            }
+        }
+        let all = arrow_select::concat::concat_batches(&reading.schema, &reads)?;
+        let mut taken = arrow_select::take::take_record_batch(&all, &UInt32Array::from(positions))?;
+        if let Some(filter) = &self.filter {
+            let bound = crate::filter::BoundPredicate::bind(filter, taken.schema().fields())
+                .map_err(|e| e.with_location(self.dataset.name()))?;
+            let columns: HashMap<usize, &ArrayRef> = taken.columns().iter().enumerate().collect();
+            let keep = crate::filter::evaluate::evaluate(&bound, &columns, taken.num_rows())?;
+            taken = arrow_select::filter::filter_record_batch(&taken, &arrow_array::BooleanArray::new(keep, None))?;
+            let names: Vec<usize> = projection
+                .schema
+                .fields()
+                .iter()
+                .map(|f| taken.schema().index_of(f.name()))
+                .collect::<std::result::Result<_, _>>()?;
+            taken = taken.project(&names)?;
+        }
+        Ok(taken)
+    }
+
+    /// The number of rows the read returns.
+    ///
+    /// Without a filter, from the files' metadata alone; with one, files it rules out by their
+    /// partition values are not read, and the others read only the filter's columns.
+    ///
+    /// # Errors
+    /// As [`stream`](Self::stream).
+    pub async fn count_rows(self) -> Result<u64> {
+        let mut total = 0u64;
+        let files = self.files()?;
+        let counting = DatasetScan { columns: Some(Vec::new()), ..self.clone() };
+        let projection = counting.projection().await?;
+        let (counting, projection) = (Arc::new(counting), Arc::new(projection));
+        let counts: Vec<_> = files
+            .into_iter()
+            .map(|(index, residual)| {
+                let (counting, projection) = (counting.clone(), projection.clone());
+                async move {
+                    let file = &counting.dataset.files()[index];
+                    let Some(residual) = residual else { return Ok(file.reader.num_rows()) };
+                    let mut stream = counting.file_read(file, &projection, Some(&residual)).stream().await?;
+                    let mut rows = 0u64;
+                    while let Some(batch) = stream.next().await {
+                        rows += batch?.num_rows() as u64;
+                    }
+                    Ok::<_, Error>(rows)
+                }
+            })
+            .collect();
+        let counts = futures::stream::iter(counts).buffered(FILES_AHEAD).try_collect::<Vec<u64>>().await?;
+        for count in counts {
+            total += count;
+        }
+        Ok(total)
+    }
+
+    /// The I/O the read would make, per file, without reading any data.
+    ///
+    /// # Errors
+    /// As [`stream`](Self::stream).
+    pub async fn plan(self) -> Result<DatasetPlan> {
+        let projection = self.projection().await?;
+        let reading: HashMap<usize, Option<Predicate>> = self.files()?.into_iter().collect();
+        let mut files = Vec::with_capacity(self.dataset.files().len());
+        for (index, file) in self.dataset.files().iter().enumerate() {
+            let location = file.reader.location().to_string();
+            let Some(residual) = reading.get(&index) else {
+                files.push((location, None));
+                continue;
+            };
+            let read = self.file_read(file, &projection, residual.as_ref());
+            let plan = match residual {
+                Some(_) => FilePlan::Filtered(read.filter_plan().await?),
+                None => FilePlan::Read(read.plan().await?),
+            };
+            files.push((location, Some(plan)));
+        }
+        Ok(DatasetPlan { files })
+    }
+}
+
+/// A file's partition values as columns of its batches.
+struct Constants {
+    values: Vec<ArrayRef>,
+    schema: SchemaRef,
+    sources: Vec<Source>,
+}
+
+impl Constants {
+    fn new(file: &DatasetFile, schema: SchemaRef, sources: Vec<Source>) -> Self {
+        Self { values: file.partition_values.clone(), schema, sources }
+    }
+
+    /// The output batch of `len` rows: `batch`'s columns and the partition values.
+    fn batch(&self, batch: Option<&RecordBatch>, len: usize) -> Result<RecordBatch> {
+        let mut columns = Vec::with_capacity(self.sources.len());
+        for source in &self.sources {
+            columns.push(match source {
+                Source::File(i) => match batch.and_then(|b| b.columns().get(*i)) {
+                    Some(column) => column.clone(),
+                    None => bail!(internal, "a file batch lacks column {i}"),
+                },
+                Source::Partition(i) => repeat(&self.values[*i], len)?,
+            });
+        }
+        let options = RecordBatchOptions::new().with_row_count(Some(len));
+        Ok(RecordBatch::try_new_with_options(self.schema.clone(), columns, &options)?)
+    }
+}
+
+/// The one-element array `value` repeated `len` times.
+fn repeat(value: &ArrayRef, len: usize) -> Result<ArrayRef> {
+    if value.is_null(0) {
+        return Ok(new_null_array(value.data_type(), len));
+    }
+    let zeros = UInt64Array::from(vec![0u64; len]);
+    Ok(arrow_select::take::take(value.as_ref(), &zeros, None)?)
+}
+
+/// The counters of a stream's file reads.
+#[derive(Default)]
+struct StreamCounters {
+    /// Guarded by its own lock: the reads started so far.
+    reads: Mutex<Vec<(IoScheduler, Option<Arc<FilterStats>>)>>,
+}
+
+impl StreamCounters {
+    fn started(&self, io: IoScheduler, filter: Option<Arc<FilterStats>>) {
+        self.reads.lock().unwrap_or_else(|p| p.into_inner()).push((io, filter));
+    }
+}
+
+/// The batches of a dataset read, in file order (see [`DatasetScan::stream`]).
+pub struct DatasetStream {
+    schema: SchemaRef,
+    batches: BoxStream<'static, Result<RecordBatch>>,
+    counters: Arc<StreamCounters>,
+    budget: IoBudget,
+}
+
+impl DatasetStream {
+    /// The schema of the batches.
+    pub fn schema(&self) -> &SchemaRef {
+        &self.schema
+    }
+
+    /// A handle on the read's counters that outlives the stream.
+    pub fn stats(&self) -> DatasetStats {
+        DatasetStats { counters: self.counters.clone(), budget: self.budget.clone() }
+    }
+}
+
+impl Stream for DatasetStream {
+    type Item = Result<RecordBatch>;
+
+    fn poll_next(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Self::Item>> {
+        self.batches.poll_next_unpin(cx)
+    }
+}
+
+/// The counters of a dataset read, summed over the files it read so far.
+#[derive(Clone)]
+pub struct DatasetStats {
+    counters: Arc<StreamCounters>,
+    budget: IoBudget,
+}
+
+impl DatasetStats {
+    /// Files whose reads started.
+    pub fn files_read(&self) -> usize {
+        self.counters.reads.lock().unwrap_or_else(|p| p.into_inner()).len()
+    }
+
+    /// The I/O counters of every file read, summed (peaks: of the budget they share).
+    pub fn io_stats(&self) -> IoStats {
+        let reads = self.counters.reads.lock().unwrap_or_else(|p| p.into_inner());
+        let mut total = IoStats::default();
+        for (io, _) in reads.iter() {
+            let s = io.stats();
+            total.requests += s.requests;
+            total.indirect_requests += s.indirect_requests;
+            total.reads += s.reads;
+            total.bytes_read += s.bytes_read;
+            total.bypassed_reads += s.bypassed_reads;
+            total.urgent_reads += s.urgent_reads;
+            total.retries += s.retries;
+            total.throttled += s.throttled;
+            total.hedged += s.hedged;
+            total.io_depth = total.io_depth.max(s.io_depth);
+            total.peak_io_depth = total.peak_io_depth.max(s.peak_io_depth);
+        }
+        total.peak_reserved_bytes = self.budget.stats().peak_reserved_bytes;
+        total
+    }
+
+    /// The filtered reads' counters, summed (`None` if no file was read with a filter).
+    pub fn filter_stats(&self) -> Option<FilterCounts> {
+        let reads = self.counters.reads.lock().unwrap_or_else(|p| p.into_inner());
+        let mut total: Option<FilterCounts> = None;
+        for counts in reads.iter().filter_map(|(_, f)| f.as_ref()).map(|f| f.snapshot()) {
+            let t = total.get_or_insert_with(FilterCounts::default);
+            t.zones_total += counts.zones_total;
+            t.zones_skipped += counts.zones_skipped;
+            t.candidate_rows += counts.candidate_rows;
+            t.rows_matched += counts.rows_matched;
+            t.chunks_scanned += counts.chunks_scanned;
+            t.chunks_taken += counts.chunks_taken;
+            t.one_pass |= counts.one_pass;
+        }
+        total
+    }
+}

@@ -1,0 +1,146 @@
+//! Datasets of many files: what `DatasetWriter` writes, `Dataset` reads back — every row once,
+//! partition values as columns, `take` by dataset row numbers in the order asked, filters on
+//! partition columns skipping files — for random data with nulls, checked against the rows
+//! written (kept here, independent of the reader).
+
+// Tests report failures by panicking.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+mod common;
+
+use std::sync::Arc;
+
+use arrow_array::cast::AsArray;
+use arrow_array::types::Int64Type;
+use arrow_array::{Array, ArrayRef, Int32Array, Int64Array, RecordBatch, Scalar, StringArray};
+use arrow_schema::{DataType, Field, Schema};
+use common::{rng, runtime};
+use futures::TryStreamExt;
+use looseleaf::dataset::{
+    Dataset, DatasetOptions, DatasetSource, DatasetWriteOptions, DatasetWriter, ExistingData, FilePlan,
+};
+use looseleaf::filter::{CompareOp, Predicate};
+use looseleaf::{Error, Location};
+use rand::Rng;
+
+/// Rows `id` 0.., `k` in a few values (nulls among them), `s` random strings with nulls.
+fn table(rows: usize, seed: u64) -> RecordBatch {
+    let mut rng = rng(seed);
+    let id: Int64Array = (0..rows as i64).map(Some).collect();
+    let k: Int32Array = (0..rows).map(|_| (!rng.random_bool(0.1)).then(|| rng.random_range(0..4))).collect();
+    let s: StringArray =
+        (0..rows).map(|_| (!rng.random_bool(0.2)).then(|| format!("v{}", rng.random_range(0..1000)))).collect();
+    let schema = Arc::new(Schema::new(vec![
+        Field::new("id", DataType::Int64, false),
+        Field::new("k", DataType::Int32, true),
+        Field::new("s", DataType::Utf8, true),
+    ]));
+    RecordBatch::try_new(schema, vec![Arc::new(id), Arc::new(k), Arc::new(s)]).unwrap()
+}
+
+async fn write(root: &Location, batch: &RecordBatch, options: DatasetWriteOptions) -> Vec<String> {
+    let mut writer = DatasetWriter::try_new(root.clone(), batch.schema(), options).await.unwrap();
+    for start in (0..batch.num_rows()).step_by(97) {
+        writer.write(&batch.slice(start, 97.min(batch.num_rows() - start))).await.unwrap();
+    }
+    writer.finish().await.unwrap()
+}
+
+/// `(id, k, s)` of every row of `batches` of the dataset schema `id, s, k`, sorted by id.
+fn rows(batches: &[RecordBatch]) -> Vec<(i64, Option<i32>, Option<String>)> {
+    let mut out = Vec::new();
+    for batch in batches {
+        let id = batch.column_by_name("id").unwrap().as_primitive::<Int64Type>();
+        let k = batch.column_by_name("k").unwrap().as_primitive::<arrow_array::types::Int32Type>();
+        let s = batch.column_by_name("s").unwrap().as_string::<i32>();
+        for i in 0..batch.num_rows() {
+            out.push((id.value(i), k.is_valid(i).then(|| k.value(i)), s.is_valid(i).then(|| s.value(i).to_string())));
+        }
+    }
+    out.sort();
+    out
+}
+
+#[test]
+fn partitioned_datasets_read_back_every_row() {
+    runtime().block_on(async {
+        let dir = tempfile::tempdir().unwrap();
+        let root = Location::parse(dir.path().to_str().unwrap()).unwrap();
+        let batch = table(2_000, 7);
+        let options =
+            DatasetWriteOptions { partition_by: vec!["k".into()], max_rows_per_file: Some(300), ..Default::default() };
+        let written = write(&root, &batch, options).await;
+        assert!(written.iter().any(|f| f.contains("k=__HIVE_DEFAULT_PARTITION__/")));
+
+        let source = DatasetSource::Uri(root.to_string());
+        let dataset = Dataset::open(source, DatasetOptions::default()).await.unwrap();
+        let names: Vec<_> = dataset.schema().fields().iter().map(|f| f.name().as_str()).collect();
+        assert_eq!(names, ["id", "s", "k"]);
+        assert_eq!(dataset.num_rows(), 2_000);
+        assert_eq!(dataset.files().len(), written.len());
+        let batches: Vec<RecordBatch> = dataset.scan().stream().await.unwrap().try_collect().await.unwrap();
+        assert_eq!(rows(&batches), rows(std::slice::from_ref(&batch)));
+
+        // take: dataset row numbers, in the order asked, repeats kept.
+        let all = arrow_select::concat::concat_batches(dataset.schema(), &batches).unwrap();
+        let mut rng = rng(3);
+        let indices: Vec<u64> = (0..300).map(|_| rng.random_range(0..2_000)).collect();
+        let taken = dataset.scan().take(&indices).await.unwrap();
+        let expected =
+            arrow_select::take::take_record_batch(&all, &arrow_array::UInt64Array::from(indices.clone())).unwrap();
+        assert_eq!(taken, expected);
+
+        // A filter on the partition column reads only its files.
+        let two = Scalar::new(Arc::new(Int32Array::from(vec![2])) as ArrayRef);
+        let filter = Predicate::compare("k", CompareOp::Eq, two);
+        let plan = dataset.scan().with_filter(filter.clone()).plan().await.unwrap();
+        let read: Vec<_> = plan.files.iter().filter_map(|(name, plan)| plan.as_ref().map(|p| (name, p))).collect();
+        assert!(
+            !read.is_empty()
+                && read.iter().all(|(name, plan)| name.contains("/k=2/") && matches!(plan, FilePlan::Read(_)))
+        );
+        let stream = dataset.scan().with_filter(filter.clone()).stream().await.unwrap();
+        let stats = stream.stats();
+        let filtered: Vec<RecordBatch> = stream.try_collect().await.unwrap();
+        assert_eq!(stats.files_read(), read.len());
+        let expected: Vec<_> = rows(std::slice::from_ref(&batch)).into_iter().filter(|r| r.1 == Some(2)).collect();
+        assert_eq!(rows(&filtered), expected);
+        assert_eq!(dataset.scan().with_filter(filter).count_rows().await.unwrap(), expected.len() as u64);
+
+        // Ids of one file's rows: a filter on a file column and a partition column together.
+        let small = Scalar::new(Arc::new(Int64Array::from(vec![100])) as ArrayRef);
+        let both = Predicate::IsNull(vec!["k".into()]).and(Predicate::compare("id", CompareOp::Lt, small));
+        let filtered: Vec<RecordBatch> =
+            dataset.scan().with_filter(both).stream().await.unwrap().try_collect().await.unwrap();
+        let expected: Vec<_> = rows(&[batch]).into_iter().filter(|r| r.1.is_none() && r.0 < 100).collect();
+        assert_eq!(rows(&filtered), expected);
+    });
+}
+
+#[test]
+fn files_that_disagree_are_named() {
+    runtime().block_on(async {
+        let dir = tempfile::tempdir().unwrap();
+        let root = Location::parse(dir.path().to_str().unwrap()).unwrap();
+        write(&root, &table(10, 1), DatasetWriteOptions::default()).await;
+        let other = table(10, 2).project(&[0, 2]).unwrap();
+        let options = DatasetWriteOptions { existing_data: ExistingData::Append, ..Default::default() };
+        let written = write(&root, &other, options).await;
+        let error = Dataset::open(DatasetSource::Uri(root.to_string()), DatasetOptions::default()).await.unwrap_err();
+        assert!(matches!(error, Error::Schema(_)), "{error}");
+        // One of the two files is named, with the first difference.
+        let message = error.to_string();
+        let first_written = dir.path().read_dir().unwrap().count();
+        assert_eq!(first_written, 2);
+        assert!(
+            message.contains(".leaf: its schema differs from ")
+                && message.contains("column 1 is \"k\" there, \"s\" here")
+                || message.contains("column 1 is \"s\" there, \"k\" here"),
+            "{message}"
+        );
+        let _ = written;
+
+        let refused = DatasetWriter::try_new(root.clone(), other.schema(), DatasetWriteOptions::default()).await;
+        assert!(matches!(refused, Err(Error::InvalidArgument { .. })));
+    });
+}
