@@ -251,7 +251,7 @@ impl DatasetScan {
     ) -> Result<BoxStream<'static, Result<RecordBatch>>> {
         let file = self.dataset.files()[index].clone();
         let location = file.reader.location().to_string();
-        let constants = Constants::new(&file, projection.schema.clone(), projection.sources.clone());
+        let mut constants = Constants::new(&file, projection.schema.clone(), projection.sources.clone());
         let reads_file = projection.file_columns.as_ref().is_none_or(|c| !c.is_empty()) || residual.is_some();
         if !reads_file {
             // Only partition columns: the file's row count is all there is to read.
@@ -323,7 +323,7 @@ impl DatasetScan {
                 let (scan, reading, rows) = (scan.clone(), reading.clone(), per_file[&index].0.clone());
                 async move {
                     let file = &scan.dataset.files()[index];
-                    let constants = Constants::new(file, reading.schema.clone(), reading.sources.clone());
+                    let mut constants = Constants::new(file, reading.schema.clone(), reading.sources.clone());
                     if reading.file_columns.as_ref().is_some_and(|c| c.is_empty()) {
                         return constants.batch(None, rows.len());
                     }
@@ -426,17 +426,23 @@ impl DatasetScan {
 /// A file's partition values as columns of its batches.
 struct Constants {
     values: Vec<ArrayRef>,
+    /// Each value repeated for the longest batch so far: batches take slices of it (no copy
+    /// per batch; strings would otherwise be copied batch after batch).
+    repeated: Vec<ArrayRef>,
     schema: SchemaRef,
     sources: Vec<Source>,
 }
 
 impl Constants {
     fn new(file: &DatasetFile, schema: SchemaRef, sources: Vec<Source>) -> Self {
-        Self { values: file.partition_values.clone(), schema, sources }
+        Self { values: file.partition_values.clone(), repeated: Vec::new(), schema, sources }
     }
 
     /// The output batch of `len` rows: `batch`'s columns and the partition values.
-    fn batch(&self, batch: Option<&RecordBatch>, len: usize) -> Result<RecordBatch> {
+    fn batch(&mut self, batch: Option<&RecordBatch>, len: usize) -> Result<RecordBatch> {
+        if self.repeated.first().is_none_or(|r| r.len() < len) {
+            self.repeated = self.values.iter().map(|value| repeat(value, len)).collect::<Result<_>>()?;
+        }
         let mut columns = Vec::with_capacity(self.sources.len());
         for source in &self.sources {
             columns.push(match source {
@@ -444,7 +450,7 @@ impl Constants {
                     Some(column) => column.clone(),
                     None => bail!(internal, "a file batch lacks column {i}"),
                 },
-                Source::Partition(i) => repeat(&self.values[*i], len)?,
+                Source::Partition(i) => self.repeated[*i].slice(0, len),
             });
         }
         let options = RecordBatchOptions::new().with_row_count(Some(len));
