@@ -97,3 +97,22 @@ def test_filter_benchmark_quick_run_is_correct(tmp_path: Path) -> None:
     for query in queries:
         assert query["systems"]["looseleaf"]["correct"], query["name"]
         assert query["systems"]["looseleaf"]["rows"] == query["expected"]["rows"]
+
+
+def test_dataset_benchmark_quick_run_agrees_with_pyarrow(tmp_path: Path) -> None:
+    """``benches/datasets.py --quick``: every query of ``looseleaf.dataset`` returns what
+    ``pyarrow.dataset`` returns on the same partitioned layout; the script exits non-zero otherwise."""
+    script = ROOT / "benches" / "datasets.py"
+    command = [sys.executable, str(script), "--quick", "--out", str(tmp_path / "results")]
+    command += ["--data", str(tmp_path / "data")]
+    done = subprocess.run(command, capture_output=True, text=True, timeout=300, check=False)
+    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
+    results = json.loads((tmp_path / "results" / "datasets-quick.json").read_text())
+    assert set(results) == {
+        "full scan",
+        "2 columns",
+        "partition filter",
+        "partition + column filter",
+        "count",
+        "take 1000",
+    }
