@@ -19,7 +19,7 @@ use std::pin::Pin;
 use std::sync::{Arc, Mutex};
 use std::task::{Context, Poll};
 
-use arrow_array::{Array, ArrayRef, RecordBatch, RecordBatchOptions, UInt32Array, UInt64Array, new_null_array};
+use arrow_array::{Array, ArrayRef, RecordBatch, RecordBatchOptions, UInt64Array, new_null_array};
 use arrow_schema::{Field, Schema, SchemaRef};
 use futures::stream::BoxStream;
 use futures::{Stream, StreamExt, TryStreamExt};
@@ -257,11 +257,12 @@ impl DatasetScan {
             // Only partition columns: the file's row count is all there is to read.
             let rows = file.reader.num_rows();
             let step = batch_size.get() as u64;
+            let mut constants = constants;
             let batches = (0..rows.div_ceil(step)).map(move |i| {
                 let len = (rows - i * step).min(step) as usize;
                 constants.batch(None, len)
             });
-            return Ok(futures::stream::iter(batches.collect::<Vec<_>>()).boxed());
+            return Ok(futures::stream::iter(batches).boxed());
         }
         let stream = self.file_read(&file, projection, residual.as_ref()).stream().await?;
         counters.started(stream.io_scheduler().clone(), stream.filter_counters());
@@ -335,8 +336,8 @@ impl DatasetScan {
             .collect();
         let reads = futures::stream::iter(reads).buffered(FILES_AHEAD).try_collect::<Vec<RecordBatch>>().await?;
         // Put the rows back in the order asked for.
-        let mut positions = vec![0u32; indices.len()];
-        let mut row = 0u32;
+        let mut positions = vec![0u64; indices.len()];
+        let mut row = 0u64;
         for index in &order {
             for &position in &per_file[index].1 {
                 positions[position as usize] = row;
@@ -344,7 +345,7 @@ impl DatasetScan {
             }
         }
         let all = arrow_select::concat::concat_batches(&reading.schema, &reads)?;
-        let mut taken = arrow_select::take::take_record_batch(&all, &UInt32Array::from(positions))?;
+        let mut taken = arrow_select::take::take_record_batch(&all, &UInt64Array::from(positions))?;
         if let Some(filter) = &self.filter {
             let bound = crate::filter::BoundPredicate::bind(filter, taken.schema().fields())
                 .map_err(|e| e.with_location(self.dataset.name()))?;
