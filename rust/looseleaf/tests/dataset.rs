@@ -144,3 +144,34 @@ fn files_that_disagree_are_named() {
         assert!(matches!(refused, Err(Error::InvalidArgument { .. })));
     });
 }
+
+#[test]
+fn files_read_ahead_share_one_budget() {
+    runtime().block_on(async {
+        let dir = tempfile::tempdir().unwrap();
+        let root = Location::parse(dir.path().to_str().unwrap()).unwrap();
+        let page_size = 16 * 1024;
+        let options = DatasetWriteOptions {
+            max_rows_per_file: Some(20_000),
+            writer: looseleaf::WriterOptions::default().with_page_size(page_size),
+            ..Default::default()
+        };
+        let batch = table(200_000, 5);
+        write(&root, &batch, options).await;
+        let budget = 64 * 1024u64;
+        let read = looseleaf::ReadOptions { io_buffer: Some(looseleaf::ByteCount(budget)), ..Default::default() };
+        let dataset = Dataset::open(DatasetSource::Uri(root.to_string()), DatasetOptions::default()).await.unwrap();
+        assert_eq!(dataset.files().len(), 10);
+        let stream = dataset.scan().with_options(read).stream().await.unwrap();
+        let stats = stream.stats();
+        let batches: Vec<RecordBatch> = stream.try_collect().await.unwrap();
+        assert_eq!(rows(&batches), rows(std::slice::from_ref(&batch)));
+        // The promise of one read, for the files read ahead together: the shared budget, plus
+        // each started file's minimum progress (two pages of each of its 3 columns; a page may
+        // pass its target size by up to its last values, counted here as a second page size).
+        let bound = budget + looseleaf::dataset::FILES_AHEAD as u64 * 2 * 3 * page_size * 2;
+        let peak = stats.io_stats().peak_reserved_bytes;
+        assert!(peak <= bound, "peak {peak} > {bound}");
+        assert_eq!(stats.files_read(), 10);
+    });
+}
