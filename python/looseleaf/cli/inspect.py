@@ -3,7 +3,7 @@
 Per column (a leaf path such as ``tags.item`` or ``meta.score``, parents included): the Arrow
 type, the page encodings (and compression), pages, bytes on disk, the size in Arrow memory and
 its ratio to the bytes on disk. ``--pages`` adds a table of every page; ``--json`` prints
-:attr:`looseleaf.FileReader.metadata` as it is.
+:attr:`looseleaf.FileReader.metadata` as it is (binary page statistics as base64 strings).
 
 The Arrow size is not in the metadata. ``--arrow-size read`` measures it by reading the file
 once (streaming, memory bounded as any read) and counting each column's own Arrow buffers;
@@ -15,6 +15,7 @@ ones.
 
 from __future__ import annotations
 
+import base64
 import json
 import math
 import os
@@ -30,7 +31,7 @@ import pyarrow.types as pt
 import looseleaf
 
 from ._common import human_bytes
-from .text import render_table
+from .text import escape, render_table
 
 #: ``--arrow-size auto`` reads files with at most this many bytes of data.
 AUTO_READ_BYTES = 64 * 1000 * 1000
@@ -49,7 +50,7 @@ def run_inspect(
     reader = looseleaf.open(path, storage_options=storage_options or None)
     metadata = reader.metadata
     if as_json:
-        print(json.dumps(metadata, indent=2))
+        print(json.dumps(metadata, indent=2, default=_json_default))
         return 0
     columns = metadata["columns"]
     data_bytes = sum(c["bytes"] for c in columns)
@@ -220,9 +221,19 @@ def _ratio(arrow: int | None, disk: int) -> str:
 
 
 def _text(value: Any) -> str:
+    """A page statistic as a table cell; binary as hexadecimal (``0x00ff``)."""
     if value is None:
         return "-"
-    return value if isinstance(value, str) else json.dumps(value)
+    if isinstance(value, bytes):
+        return "0x" + value.hex()
+    return escape(value) if isinstance(value, str) else json.dumps(value)
+
+
+def _json_default(value: Any) -> Any:
+    """``--json``'s form of what JSON lacks: binary statistics as base64 strings."""
+    if isinstance(value, bytes):
+        return base64.b64encode(value).decode("ascii")
+    raise TypeError(f"{type(value).__name__} in the metadata is not JSON serializable")
 
 
 def _file_size(path: str) -> int | None:

@@ -85,9 +85,9 @@ def cell_encoder(type_: pa.DataType) -> Encoder:
     """A function from a value of ``type_`` to its table cell (see the module docs)."""
     encode = json_encoder(type_)
     if _is_nested(type_):
-        return lambda v: _escape(encode(v))
+        return lambda v: escape(encode(v))
     if pt.is_string(type_) or pt.is_large_string(type_) or pt.is_string_view(type_):
-        return lambda v: "null" if v is None else _escape(v)
+        return lambda v: "null" if v is None else escape(v)
     # Other scalars whose JSON form is a string (binary, temporal, NaN) lose the quotes.
     return lambda v: _unquote(encode(v))
 
@@ -297,13 +297,14 @@ def _iso_duration(v: Any) -> str:
 
 
 def _unquote(text: str) -> str:
-    return _escape(json.loads(text)) if text.startswith('"') else text
+    return escape(json.loads(text)) if text.startswith('"') else text
 
 
-def _escape(text: str) -> str:
+def escape(text: str) -> str:
+    """``text`` with its control characters escaped (``\\n``, ``\\x00``), so a cell is one line."""
     if text.isprintable():
         return text
-    return "".join(c if c.isprintable() else c.encode("unicode_escape").decode("ascii") for c in text)
+    return "".join(c if c.isprintable() else c.encode("unicodeescape").decode("ascii") for c in text)
 
 
 def _is_list(type_: pa.DataType) -> bool:
