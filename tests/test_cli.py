@@ -244,6 +244,12 @@ def test_convert_with_explicit_formats(tmp_path, table):
     out = tmp_path / "out.stream"
     run("convert", str(src), str(out), "--from", "parquet", "--format", "arrow")
     assert _read(out).equals(table)
+    # The streaming IPC format, by its extension, both ways.
+    run("convert", str(out), str(tmp_path / "s.arrows"), "--from", "arrow")
+    with pytest.raises(pa.ArrowInvalid):
+        ipc.open_file(tmp_path / "s.arrows")
+    run("convert", str(tmp_path / "s.arrows"), str(tmp_path / "s.leaf"))
+    assert looseleaf.open(tmp_path / "s.leaf").to_table().equals(table)
 
 
 def test_inspect_lists_every_column(leaf, table):

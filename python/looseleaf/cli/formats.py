@@ -300,7 +300,7 @@ def open_sink(
             filesystem.delete_file(where)
 
     try:
-        write, finish = _format_writer(fmt, stream, schema)
+        write, finish = _format_writer(fmt, stream, schema, streaming=path.endswith(".arrows"))
     except BaseException:
         abort()
         raise
@@ -315,8 +315,10 @@ def open_sink(
 
 
 def _format_writer(
-    fmt: str, stream: pa.NativeFile, schema: pa.Schema
+    fmt: str, stream: pa.NativeFile, schema: pa.Schema, *, streaming: bool
 ) -> tuple[Callable[[pa.RecordBatch], None], Callable[[], None]]:
+    """The write and finish functions of ``fmt``; Arrow IPC in the streaming format if
+    ``streaming`` (``.arrows``), else the file format."""
     if fmt == "parquet":
         import pyarrow.parquet as pq
 
@@ -325,7 +327,7 @@ def _format_writer(
     if fmt == "arrow":
         import pyarrow.ipc as ipc
 
-        writer = ipc.new_file(stream, schema)
+        writer = ipc.new_stream(stream, schema) if streaming else ipc.new_file(stream, schema)
         return writer.write_batch, writer.close
     if fmt == "csv":
         import pyarrow.csv as pacsv
