@@ -292,15 +292,18 @@ def open_sink(
         raise CliError("--page-size applies to looseleaf destinations only")
     filesystem, where = _filesystem(path, storage_options)
     stream = filesystem.open_output_stream(where)
+    finishers: list[Callable[[], None]] = []
 
     def abort() -> None:
-        with contextlib.suppress(Exception):
-            stream.close()
-        with contextlib.suppress(Exception):
-            filesystem.delete_file(where)
+        # The format's writer first (pyarrow's would close itself on a closed stream later,
+        # from its finalizer, and complain), then the stream, then the partial file.
+        for step in (*finishers, stream.close, lambda: filesystem.delete_file(where)):
+            with contextlib.suppress(Exception):
+                step()
 
     try:
         write, finish = _format_writer(fmt, stream, schema, streaming=path.endswith(".arrows"))
+        finishers.append(finish)
     except BaseException:
         abort()
         raise
