@@ -389,27 +389,17 @@ def test_ctrl_c_exits_130_quietly(monkeypatch, capsys):
     assert capsys.readouterr().err == ""
 
 
-def test_a_directory_is_read_with_looseleaf_dataset(tmp_path, monkeypatch, capsysbinary, table):
-    """With ``looseleaf.dataset`` (faked here; another branch adds it), ``head`` of a directory
-    reads the dataset."""
-    looseleaf.write_table(table, tmp_path / "part-0.leaf")
-    opened = []
-
-    class Dataset:
-        def __init__(self, uri, storage_options=None):
-            opened.append(uri)
-            self.schema = table.schema
-
-        def read_all(self, columns=None, batch_size=None, filter=None):
-            return looseleaf.open(tmp_path / "part-0.leaf").read_all(columns, filter=filter)
-
-        def count_rows(self):
-            return table.num_rows
-
-    monkeypatch.setattr(looseleaf, "dataset", Dataset, raising=False)
-    assert cli.main(["head", str(tmp_path), "-n", "3", "--format", "jsonl", "--columns", "id"]) == 0
-    assert capsysbinary.readouterr().out.decode().splitlines() == [f'{{"id": {i}}}' for i in range(3)]
-    assert opened == [str(tmp_path)]
+def test_a_directory_is_read_as_a_dataset(tmp_path):
+    """``head``, ``cat`` and ``convert`` of a partitioned directory read it with
+    ``looseleaf.dataset``: partition directories are columns, a filter on them is applied."""
+    table = pa.table(
+        {"id": pa.array(range(40), pa.int64()), "k": pa.array([i % 4 for i in range(40)], pa.int32())}
+    )
+    looseleaf.write_dataset(table, tmp_path / "ds", partitioning=["k"], max_rows_per_file=3)
+    done = run("head", str(tmp_path / "ds"), "-n", "3", "--format", "jsonl", "--filter", '[["k", "==", 2]]')
+    assert [json.loads(line) for line in done.stdout.splitlines()] == [{"id": i, "k": 2} for i in (2, 6, 10)]
+    run("convert", str(tmp_path / "ds"), str(tmp_path / "all.parquet"))
+    assert pq.read_table(tmp_path / "all.parquet").sort_by("id").equals(table)
 
 
 def test_parquet_on_an_object_store(tmp_path, table):
