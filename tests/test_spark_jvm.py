@@ -466,7 +466,7 @@ def test_partition_filters_prune_files_at_planning(jvm, tmp_path):
     query = _read(jvm, out).filter("k1 = -3").select("id", "k2")
     plan = query._jdf.queryExecution().executedPlan().toString()
     # Only the files of k1=-3 are planned (the core folds the filter with each file's values).
-    assert f"files pruned by 1 partition filter(s): {len(matching)} read" in plan, plan
+    assert f"files pruned by 2 partition filter(s): {len(matching)} read" in plan, plan  # IS NOT NULL, =
     assert 0 < len(matching) < len(files)
     assert sorted(r["id"] for r in query.collect()) == [i for i in range(60) if i % 3 == 2]
     # Partition columns only: no column of the files is read, only their row counts.
