@@ -23,7 +23,7 @@ if [ "$profile" = release ]; then
 else
     cargo build --locked -p looseleaf-jni
 fi
-cp "target/$profile/liblooseleaf_jni.so" "$out/liblooseleaf_jni.so"
+cp "${CARGO_TARGET_DIR:-target}/$profile/liblooseleaf_jni.so" "$out/liblooseleaf_jni.so"
 
 jars="$(python3 -c 'import os, pyspark; print(os.path.join(os.path.dirname(pyspark.__file__), "jars"))')"
 classes="$(mktemp -d)"

@@ -786,3 +786,111 @@ def test_s3_map_in_arrow_helpers(spark, s3):
     assert all(p.startswith("s3://spark/parts/part-") for p in paths)
     total = sum(looseleaf.open(p, storage_options=s3.storage_options()).num_rows for p in paths)
     assert total == 50
+
+
+# --- partition directories (key=value/) ------------------------------------------------------
+
+PARTITION_KEYS = ["a b", "x/y", None, "q=1%"]
+
+
+def _partitioned_frame(spark):
+    """Nulls in both partition columns, strings with spaces, ``/``, ``=`` and ``%``."""
+    rows = [(i, [1, None, -3][i % 3], PARTITION_KEYS[i % 4], float(i)) for i in range(60)]
+    return spark.createDataFrame(rows, "id long, k1 int, k2 string, v double").repartition(3)
+
+
+def _write_partitioned(df, write_format, out, mode="overwrite"):
+    writer = df.write.format(write_format).mode(mode)
+    if write_format == ls.JVM_FORMAT:
+        writer.partitionBy("k1", "k2").save(out)  # the connector takes Spark's partitionBy
+    else:
+        writer.option("partitionBy", "k1,k2").save(out)  # Spark refuses it for Python sources
+
+
+def _leaf_directories(out) -> set[str]:
+    return {
+        os.path.relpath(root, out)
+        for root, _, files in os.walk(out)
+        if any(f.endswith(".leaf") for f in files) and "_schemas" not in root
+    }
+
+
+def _read_formats(spark) -> list[str]:
+    return [ls.python_format(spark), *([ls.JVM_FORMAT] if ls.jvm_enabled(spark) else [])]
+
+
+def test_partitioned_writes_read_back_equal_everywhere(spark, tmp_path, write_format):
+    df = _partitioned_frame(spark)
+    out = str(tmp_path / "ds")
+    _write_partitioned(df, write_format, out)
+    directories = _leaf_directories(out)
+    # The core's escaping (HivePartitioning::directory), nulls as Hive's default partition.
+    assert {"k1=1/k2=a%20b", "k1=__HIVE_DEFAULT_PARTITION__/k2=x%2Fy", "k1=-3/k2=q%3D1%25"} <= directories
+    assert "k1=1/k2=__HIVE_DEFAULT_PARTITION__" in directories
+    expected = df.select("id", "v", "k1", "k2").toArrow().sort_by("id")
+    core = looseleaf.dataset(out).to_table().sort_by("id")
+    assert core.schema.names == ["id", "v", "k1", "k2"]
+    assert core.schema.field("k1").type == pa.int32()
+    assert core.schema.field("k2").type == pa.string()
+    assert core.to_pylist() == expected.to_pylist()
+    for read_format in _read_formats(spark):
+        back = spark.read.format(read_format).load(out)
+        assert back.dtypes == [("id", "bigint"), ("v", "double"), ("k1", "int"), ("k2", "string")]
+        assert back.orderBy("id").toArrow().to_pylist() == core.to_pylist(), read_format
+        slashes = back.select("id").filter("k2 = 'x/y'").collect()
+        assert sorted(r["id"] for r in slashes) == list(range(1, 60, 4))
+        assert back.filter("k1 is null").count() == 20
+
+    # An append keeps the partitioning; an overwrite replaces every partition directory's files.
+    _write_partitioned(df.filter("id < 10"), write_format, out, mode="append")
+    assert looseleaf.dataset(out).num_rows == 70
+    _write_partitioned(df.filter("id < 6"), write_format, out)
+    assert sorted(looseleaf.dataset(out).to_table()["id"].to_pylist()) == list(range(6))
+    leaf_files = [
+        f for root, _, files in os.walk(out) if "_schemas" not in root for f in files if f.endswith(".leaf")
+    ]
+    assert len(leaf_files) == len(looseleaf.dataset(out).files), "the overwritten files are deleted"
+    with pytest.raises(Exception, match="partitioned by"):
+        df.write.format(write_format).mode("append").save(out)
+
+
+def test_python_source_is_refused_spark_partition_by(spark, tmp_path):
+    """Spark refuses ``partitionBy`` for Python data sources (their table has no partitioning):
+    the Python source takes the ``partitionBy`` option instead."""
+    with pytest.raises(Exception, match="partitioning"):
+        _partitioned_frame(spark).write.format(ls.python_format(spark)).partitionBy("k1").mode(
+            "overwrite"
+        ).save(str(tmp_path / "ds"))
+
+
+def test_partition_filters_prune_files_in_the_python_source(spark, tmp_path):
+    if not ls.SUPPORTS_FILTER_PUSHDOWN:
+        pytest.skip("this PySpark has no filter pushdown (4.1+)")
+    from pyspark.sql.datasource import EqualTo, GreaterThan
+
+    out = str(tmp_path / "ds")
+    _write_partitioned(_partitioned_frame(spark), ls.python_format(spark), out)
+    options = ls.ReadOptions.parse({"path": out})
+    from looseleaf.spark._datasource import LooseleafFilteringReader, dataset_schema
+
+    reader = LooseleafFilteringReader(options, dataset_schema(options))
+    reader.pushFilters([EqualTo(("k1",), -3), GreaterThan(("id",), 10)])
+    planned = {r.path for p in reader.partitions() for r in p.ranges}
+    assert planned
+    assert all("/k1=-3/" in path for path in planned)
+    assert reader.pruned_files
+    assert not any("/k1=-3/" in path for path in reader.pruned_files)
+    # Every file outside k1=-3 is pruned by its partition values (some of k1=-3 by zone maps too).
+    others = [f for f in looseleaf.dataset(out).files if "/k1=-3/" not in f]
+    assert len(reader.pruned_files) == len(others)
+
+    conf = "spark.sql.python.filterPushdown.enabled"
+    spark.conf.set(conf, "true")
+    try:
+        ls.register(spark)
+        result = _read(spark, out).filter("k1 = -3 and id > 10 and k2 is not null")
+        expected = [i for i in range(11, 60) if i % 3 == 2 and i % 4 != 2]
+        assert sorted(r["id"] for r in result.collect()) == expected
+    finally:
+        spark.conf.set(conf, "false")
+        ls.register(spark)

@@ -454,3 +454,21 @@ def test_jvm_write_options_and_refusals(jvm, tmp_path):
     assert projected.columns == ["s"]
     with pytest.raises(Exception, match="column id of type string, the dataset has it as bigint"):
         jvm.read.format(ls.JVM_FORMAT).schema("id string").load(out).collect()
+
+
+def test_partition_filters_prune_files_at_planning(jvm, tmp_path):
+    rows = [(i, [1, None, -3][i % 3], ["a b", "x/y", None][i % 3 - (i % 2)], float(i)) for i in range(60)]
+    df = jvm.createDataFrame(rows, "id long, k1 int, k2 string, v double").repartition(2)
+    out = str(tmp_path / "ds")
+    df.write.format(ls.JVM_FORMAT).partitionBy("k1", "k2").mode("overwrite").save(out)
+    files = looseleaf.dataset(out).files
+    matching = [f for f in files if "/k1=-3/" in f]
+    query = _read(jvm, out).filter("k1 = -3").select("id", "k2")
+    plan = query._jdf.queryExecution().executedPlan().toString()
+    # Only the files of k1=-3 are planned (the core folds the filter with each file's values).
+    assert f"files pruned by 2 partition filter(s): {len(matching)} read" in plan, plan  # IS NOT NULL, =
+    assert 0 < len(matching) < len(files)
+    assert sorted(r["id"] for r in query.collect()) == [i for i in range(60) if i % 3 == 2]
+    # Partition columns only: no column of the files is read, only their row counts.
+    assert _read(jvm, out).select("k1").filter("k1 is null").count() == 20
+    assert _read(jvm, out).filter("k2 is null or k1 = 1").count() == df.filter("k2 is null or k1 = 1").count()

@@ -135,18 +135,39 @@ class FileWriter:
 
 class WriteJob:
     """A job writing a dataset directory (``looseleaf::dataset::WriteJob``); pickles by its
-    directory, id, mode and storage options."""
+    directory, id, mode, storage options and partition columns."""
 
     def __init__(
-        self, directory: str, id: str, overwrite: bool, storage_options: dict[str, Any] | None = None
+        self,
+        directory: str,
+        id: str,
+        overwrite: bool,
+        storage_options: dict[str, Any] | None = None,
+        partition_by: list[str] | None = None,
     ) -> None: ...
     @staticmethod
     def begin(
-        directory: str, schema: object, overwrite: bool, *, storage_options: dict[str, Any] | None = None
+        directory: str,
+        schema: object,
+        overwrite: bool,
+        *,
+        storage_options: dict[str, Any] | None = None,
+        partition_by: list[str] | None = None,
     ) -> WriteJob: ...
     @property
     def id(self) -> str: ...
+    @property
+    def partition_by(self) -> list[str]: ...
     def task_file(self, partition: int, attempt: int) -> str: ...
+    def task_writer(
+        self,
+        partition: int,
+        attempt: int,
+        schema: object,
+        *,
+        page_size: int | None = None,
+        compression: str | None = None,
+    ) -> TaskWriter: ...
     def location_of(self, name: str) -> str: ...
     def keep_task_file(self, name: str) -> bool: ...
     def commit(self, files: list[str], schema: object) -> None: ...
@@ -192,3 +213,12 @@ def write_dataset(
     **writer_options: Any,
 ) -> list[str]:
     """Writes Arrow data as a dataset directory; returns the files written."""
+
+class TaskWriter:
+    """The files of one task attempt (``looseleaf::dataset::TaskWriter``): one, or one per
+    ``key=value`` partition directory of the job's partition columns."""
+
+    def write_batch(self, batch: object) -> None: ...
+    def finish(self) -> list[tuple[str, int, int]]:
+        """``(name, rows, bytes)`` of each file the job may commit (names below the directory)."""
+    def abort(self) -> None: ...

@@ -30,10 +30,11 @@ from pyspark.sql.datasource import (
 from pyspark.sql.types import StructType
 
 from .. import _looseleaf
+from ..datasets import Dataset
+from ..datasets import dataset as open_dataset
 from ..exceptions import InvalidArgumentError, NotFoundError, SchemaMismatchError
 from ..reader import FileReader
 from ..reader import open as open_file
-from ..writer import FileWriter
 from ._dataset import (
     DATA_SUFFIX,
     FileInfo,
@@ -54,11 +55,15 @@ NAME = "looseleaf"
 
 
 class LooseleafPartition(InputPartition):
-    """One Spark input partition: row ranges of one or more files."""
+    """One Spark input partition: row ranges of one or more files, and the partition values of
+    those files (by path; none without partition directories)."""
 
-    def __init__(self, ranges: tuple[FileRange, ...]) -> None:
+    def __init__(
+        self, ranges: tuple[FileRange, ...], partition_values: dict[str, dict[str, Any]] | None = None
+    ) -> None:
         super().__init__(ranges)
         self.ranges = ranges
+        self.partition_values = partition_values or {}
 
 
 @dataclass(frozen=True)
@@ -72,19 +77,52 @@ class ReadPlan:
     files: list[FileInfo]
 
 
-def dataset_schema(options: ReadOptions) -> StructType:
-    """The Spark schema of a dataset: from the writer's ``_schema.leaf`` of a directory, else
-    from its first data file, narrowed to the ``columns`` option."""
+def partitioned_dataset(options: ReadOptions) -> Dataset | None:
+    """The core's dataset (``looseleaf.dataset``: the one discovery of files and ``key=value``
+    partition columns, shared with the JVM connector) of a one-path read whose files are in
+    partition directories; ``None`` for any other read."""
+    if len(options.paths) != 1:
+        return None
+    try:
+        found = open_dataset(normalize(options.paths[0]), storage_options=options.storage.options or None)
+    except (InvalidArgumentError, NotFoundError) as e:
+        if "partition" in str(e):
+            raise  # directories that disagree, a partition column also in the files
+        return None  # names no file: the read's own listing says so
+    return found if len(found.partition_schema) else None
+
+
+def _file_columns(columns: list[str] | None, partitions: Dataset | None) -> list[str] | None:
+    """The ``columns`` option without partition columns (which the files do not hold)."""
+    if columns is None or partitions is None:
+        return columns
+    names = set(partitions.partition_schema.names)
+    return [c for c in columns if c.split(".")[0] not in names]
+
+
+def dataset_schema(options: ReadOptions, partitions: Dataset | None = None) -> StructType:
+    """The Spark schema of a dataset: from the writer's schema file of a directory, else from
+    its first data file, narrowed to the ``columns`` option; then its partition columns."""
     storage = options.storage
+    partitions = partitions if partitions is not None else partitioned_dataset(options)
     source = schema_file(options.paths, storage)
     if source is None:
-        files = list_files(options.paths, recursive=options.recursive, storage=storage)
+        files = (
+            partitions.files
+            if partitions is not None
+            else list_files(options.paths, recursive=options.recursive, storage=storage)
+        )
         if not files:
             raise NotFoundError(f"{', '.join(options.paths)}: no looseleaf files (*{DATA_SUFFIX})")
         source = files[0]
-    return arrow_to_spark_schema(
-        projected_schema(open_file(source, **storage.open_kwargs()), options.columns)
-    )
+    columns = _file_columns(options.columns, partitions)
+    schema = arrow_to_spark_schema(projected_schema(open_file(source, **storage.open_kwargs()), columns))
+    if partitions is not None:
+        wanted = options.columns
+        for field in arrow_to_spark_schema(partitions.partition_schema).fields:
+            if wanted is None or field.name in wanted:
+                schema = schema.add(field)
+    return schema
 
 
 def _spark_string(schema: StructType) -> str:
@@ -109,12 +147,21 @@ class _FileChecker:
         return file_info(reader, self.columns)
 
 
-def plan_read(options: ReadOptions, schema: StructType | None = None) -> ReadPlan:
-    """Lists, opens and checks the files of a read and splits them into partitions."""
-    schema = schema if schema is not None else dataset_schema(options)
-    columns = options.columns or schema.fieldNames()
-    files = list_files(options.paths, recursive=options.recursive, storage=options.storage)
-    infos = open_files(files, _FileChecker(schema, columns), storage=options.storage)
+def plan_read(
+    options: ReadOptions, schema: StructType | None = None, partitions: Dataset | None = None
+) -> ReadPlan:
+    """Lists, opens and checks the files of a read and splits them into partitions (the files
+    of ``partitions``, the read's partitioned dataset, if it has one)."""
+    partitions = partitions if partitions is not None else partitioned_dataset(options)
+    schema = schema if schema is not None else dataset_schema(options, partitions)
+    names = set(partitions.partition_schema.names) if partitions is not None else set()
+    file_schema = StructType([f for f in schema.fields if f.name not in names])
+    columns = _file_columns(options.columns, partitions) or file_schema.fieldNames()
+    if partitions is not None:
+        files = partitions.files
+    else:
+        files = list_files(options.paths, recursive=options.recursive, storage=options.storage)
+    infos = open_files(files, _FileChecker(file_schema, columns), storage=options.storage)
     return ReadPlan(schema, options.columns, plan_partitions(infos, options.partitioning), infos)
 
 
@@ -124,21 +171,67 @@ class LooseleafReader(DataSourceReader):
     def __init__(self, options: ReadOptions, schema: StructType) -> None:
         self.options = options
         self.schema = schema
+        dataset = partitioned_dataset(options)
+        #: Partition columns of the read (key=value directories), by name, with their Arrow types.
+        self.partition_types: dict[str, pa.DataType] = (
+            {f.name: f.type for f in dataset.partition_schema if f.name in schema.fieldNames()}
+            if dataset is not None
+            else {}
+        )
         # The looseleaf projection: the columns option (nested paths allowed), else the
-        # declared (possibly user-given) schema's top-level columns.
-        self.columns = options.columns or schema.fieldNames()
+        # declared (possibly user-given) schema's top-level columns; never partition columns.
+        columns = options.columns or schema.fieldNames()
+        self.columns = [c for c in columns if c.split(".")[0] not in self.partition_types]
         self.filters = FilterPlan()
         # The engine's filter of each read (set by `partitions`, on the driver).
         self.filter: Any = None
+        #: Each file's partition values (set by `partitions`, on the driver).
+        self.partition_values: dict[str, dict[str, Any]] = {}
+        #: The files a filter on partition columns ruled out (set by `partitions`).
+        self.pruned_files: list[str] = []
 
     def partitions(self) -> list[InputPartition]:
-        plan = plan_read(self.options, self.schema)
+        dataset = partitioned_dataset(self.options) if self.partition_types else None
+        plan = plan_read(self.options, self.schema, dataset)
         partitions = plan.partitions
-        self.filter = self.filters.expression(_float_columns(self.schema)) if self.filters else None
+        if dataset is not None:
+            table = dataset.file_partitions
+            rows = table.to_pylist()
+            # Keyed by the path each file's ranges name (the plan's files are the dataset's).
+            self.partition_values = {
+                info.path: {k: v for k, v in row.items() if k in self.partition_types}
+                for info, row in zip(plan.files, rows, strict=True)
+            }
+            partitions = self._prune_files(dataset, plan, partitions)
+        floats = _float_columns(self.schema)
+        names = set(self.partition_types)
+        self.filter = self.filters.expression(floats, without=names) if self.filters else None
         if self.filter is not None:
             partitions = self._prune(partitions)
-        # Spark expects at least one partition; an empty one reads nothing.
-        return [LooseleafPartition(tuple(ranges)) for ranges in partitions] or [LooseleafPartition(())]
+        # Spark expects at least one partition; an empty one reads nothing. Each carries its
+        # files' partition values: the reader's own state does not reach the tasks.
+        values = self.partition_values
+        return [
+            LooseleafPartition(tuple(ranges), {r.path: values[r.path] for r in ranges if r.path in values})
+            for ranges in partitions
+        ] or [LooseleafPartition(())]
+
+    def _prune_files(
+        self, dataset: Dataset, plan: ReadPlan, partitions: list[list[FileRange]]
+    ) -> list[list[FileRange]]:
+        """Drops the files that Spark's filters on partition columns rule out, as the core's
+        dataset read would (``Dataset.plan``: the filter folded with each file's values)."""
+        names = set(dataset.partition_schema.names)
+        expression = self.filters.expression(set(), within=names) if self.filters else None
+        if expression is None:
+            return partitions
+        planned = dataset.plan([], filter=expression)
+        self.pruned_files = [
+            info.path for info, f in zip(plan.files, planned["files"], strict=True) if f["pruned"]
+        ]
+        pruned = set(self.pruned_files)
+        kept = [[r for r in ranges if r.path not in pruned] for ranges in partitions]
+        return [ranges for ranges in kept if ranges]
 
     def _prune(self, partitions: list[list[FileRange]]) -> list[list[FileRange]]:
         """Drops the ranges whose zone maps rule out every row of the filter (the engine's
@@ -176,8 +269,23 @@ class LooseleafReader(DataSourceReader):
                     r.path, **self.options.storage.open_kwargs(), **self.options.engine
                 )
             filter = getattr(self, "filter", None)
+            values = getattr(partition, "partition_values", {}).get(r.path)
             for batch in reader.read_range(r.start, r.count, self.columns, filter=filter):
+                if values is not None:
+                    batch = _with_partition_values(batch, values, self.partition_types)
                 yield cast_batch(batch, target, source=r.path)
+
+
+def _with_partition_values(
+    batch: pa.RecordBatch, values: dict[str, Any], types: dict[str, pa.DataType]
+) -> pa.RecordBatch:
+    """``batch`` with a file's partition values as constant columns (after its own)."""
+    for name, data_type in types.items():
+        value = values.get(name)
+        rows = batch.num_rows
+        column = pa.nulls(rows, data_type) if value is None else pa.array([value] * rows, data_type)
+        batch = batch.append_column(pa.field(name, data_type), column)
+    return batch
 
 
 def _float_columns(schema: StructType) -> set[tuple[str, ...]]:
@@ -210,10 +318,10 @@ class LooseleafFilteringReader(LooseleafReader):
 
 @dataclass
 class LooseleafCommitMessage(WriterCommitMessage):
-    """What one write task did: the name of the file it wrote in the dataset's directory
-    (``None`` if the task had no rows)."""
+    """What one write task did: the files it wrote, as paths below the dataset's directory
+    (one, or one per partition directory; none if the task had no rows)."""
 
-    name: str | None
+    names: list[str]
     num_rows: int
     num_bytes: int
 
@@ -229,7 +337,11 @@ class LooseleafWriter(DataSourceArrowWriter):
         self.storage_kwargs = options.storage.open_kwargs()
         self.arrow_schema = spark_to_arrow_schema(schema)
         self.job = _looseleaf.WriteJob.begin(
-            normalize(options.path), self.arrow_schema, overwrite, **self.storage_kwargs
+            normalize(options.path),
+            self.arrow_schema,
+            overwrite,
+            partition_by=options.partition_by,
+            **self.storage_kwargs,
         )
 
     def write(self, iterator: Iterator[pa.RecordBatch]) -> LooseleafCommitMessage:
@@ -238,34 +350,25 @@ class LooseleafWriter(DataSourceArrowWriter):
         context = TaskContext.get()
         partition = context.partitionId() if context is not None else 0
         attempt = context.taskAttemptId() if context is not None else 0
-        name = self.job.task_file(partition, attempt)
-        writer: FileWriter | None = None
+        # The core's task writer: one file, or one per partition directory (the job's columns).
+        writer = self.job.task_writer(
+            partition, attempt, self.arrow_schema, page_size=self.page_size, compression=self.compression
+        )
         try:
             for batch in iterator:
-                if batch.num_rows == 0:
-                    continue
-                if writer is None:
-                    writer = self._file_writer(self.job.location_of(name))
-                writer.write_batch(cast_batch(batch, self.arrow_schema))
-            if writer is None:
-                return LooseleafCommitMessage(None, 0, 0)
-            result = writer.close()
+                if batch.num_rows:
+                    writer.write_batch(cast_batch(batch, self.arrow_schema))
+            files = writer.finish()
         except BaseException:
-            if writer is not None and not writer.closed:
-                writer.abort()
+            writer.abort()
             raise
-        if not self.job.keep_task_file(name):
-            return LooseleafCommitMessage(None, 0, 0)  # the job ended without this attempt
-        return LooseleafCommitMessage(name, result["num_rows"], result["num_bytes"])
-
-    def _file_writer(self, path: str) -> FileWriter:
-        options: dict[str, Any] = {"page_size": self.page_size, **self.storage_kwargs}
-        if self.compression is not None:
-            options["compression"] = self.compression
-        return FileWriter(path, self.arrow_schema, **options)
+        return LooseleafCommitMessage(
+            [name for name, _, _ in files], sum(f[1] for f in files), sum(f[2] for f in files)
+        )
 
     def commit(self, messages: list[LooseleafCommitMessage | None]) -> None:
-        self.job.commit([m.name for m in messages if m is not None and m.name is not None], self.arrow_schema)
+        names = [name for m in messages if m is not None for name in m.names]
+        self.job.commit(names, self.arrow_schema)
 
     def abort(self, messages: list[LooseleafCommitMessage | None]) -> None:
         self.job.abort()

@@ -86,15 +86,27 @@ class FilterPlan:
     def __bool__(self) -> bool:
         return bool(self.predicates)
 
-    def expression(self, float_columns: set[tuple[str, ...]]) -> Any:
+    def expression(
+        self,
+        float_columns: set[tuple[str, ...]],
+        *,
+        within: set[str] | None = None,
+        without: set[str] | None = None,
+    ) -> Any:
         """The conjunction of the predicates the engine evaluates as Spark does (none on the
         columns of ``float_columns``, no null-safe equality), as a ``pyarrow.compute``
-        expression; ``None`` if there are none."""
+        expression; ``None`` if there are none. ``within`` keeps only the predicates on those
+        top-level columns, ``without`` leaves those out (partition columns go to the dataset's
+        file pruning, the others to the files' reads)."""
         import pyarrow.compute as pc
 
         parts = []
         for p in self.predicates:
             if p.column in float_columns or p.op == "<=>":
+                continue
+            if within is not None and p.column[0] not in within:
+                continue
+            if without is not None and p.column[0] in without:
                 continue
             field = pc.field(*p.column)
             if p.op == "is_null":

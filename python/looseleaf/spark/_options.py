@@ -29,7 +29,12 @@ READ_OPTIONS = {
     "iodepth": "ioDepth",
     "iobufferbytes": "ioBufferBytes",
 }
-WRITE_OPTIONS = {"path": "path", "pagesize": "pageSize", "compression": "compression"}
+WRITE_OPTIONS = {
+    "path": "path",
+    "pagesize": "pageSize",
+    "compression": "compression",
+    "partitionby": "partitionBy",
+}
 KNOWN_OPTIONS = {**READ_OPTIONS, **WRITE_OPTIONS}
 
 _COMPRESSIONS = ("none", "lz4", "zstd")
@@ -151,6 +156,9 @@ class WriteOptions:
     path: str
     page_size: int | None = None
     compression: str | None = None
+    #: Partition columns (the ``partitionBy`` option: Spark refuses ``DataFrameWriter.partitionBy``
+    #: for Python data sources).
+    partition_by: list[str] = field(default_factory=list)
     storage: Storage = field(default_factory=Storage)
 
     @classmethod
@@ -168,5 +176,6 @@ class WriteOptions:
             path=paths[0],
             page_size=parse_bytes("pageSize", o["pagesize"]) if "pagesize" in o else None,
             compression=None if compression == "none" else compression,
+            partition_by=parse_columns(o.get("partitionby")) or [],
             storage=parse_storage(o),
         )

@@ -96,11 +96,85 @@ pub(crate) fn storage_options(lines: &[String]) -> Result<StorageOptions, Failur
     lines.iter().map(|line| line.split_once('=').ok_or_else(|| Failure::new("a storage option without '='"))).collect()
 }
 
-/// The dataset `location` names (see `looseleaf::dataset::resolve`).
-pub fn dataset_files(location: &str, options: &[String]) -> Result<looseleaf::dataset::DatasetFiles, Failure> {
-    let options = storage_options(options)?;
+/// Schema metadata key of the dataset's schema file in [`dataset`]'s stream.
+const SCHEMA_FILE_KEY: &str = "looseleaf.schema_file";
+
+/// The dataset `location` names (`looseleaf::dataset::Dataset`: its files, with the partition
+/// columns of `key=value/` directories), as an Arrow IPC stream of one batch: a `file` column
+/// (its data files, in order) then the partition columns (each file's values), the schema
+/// file (if any other than the first data file) in the schema's metadata.
+pub fn dataset(location: &str, options: &[String]) -> Result<Vec<u8>, Failure> {
+    use looseleaf::dataset::{Dataset, DatasetOptions, DatasetSource};
+    let storage = storage_options(options)?;
+    let runtime = runtime()?;
     let parsed = Location::parse(location)?;
-    Ok(runtime()?.block_on(looseleaf::dataset::resolve(&parsed, &options))?)
+    // Only a directory has a schema file (a glob or a file does not resolve as one).
+    let schema_file = runtime.block_on(looseleaf::dataset::resolve(&parsed, &storage)).ok().and_then(|d| d.schema_file);
+    let opening =
+        Dataset::open(DatasetSource::Uri(location.to_owned()), DatasetOptions { storage, ..DatasetOptions::default() });
+    let dataset = runtime.block_on(opening)?;
+    let partitions = dataset.file_partitions()?;
+    let files: Vec<&str> = dataset.files().iter().map(|f| f.reader.location()).collect();
+    let mut fields = vec![std::sync::Arc::new(arrow_schema::Field::new("file", arrow_schema::DataType::Utf8, false))];
+    fields.extend(partitions.schema().fields().iter().cloned());
+    let mut columns: Vec<arrow_array::ArrayRef> = vec![std::sync::Arc::new(arrow_array::StringArray::from(files))];
+    columns.extend(partitions.columns().iter().cloned());
+    let metadata: std::collections::HashMap<String, String> =
+        schema_file.map(|f| [(SCHEMA_FILE_KEY.to_owned(), f)].into()).unwrap_or_default();
+    let schema = std::sync::Arc::new(arrow_schema::Schema::new_with_metadata(fields, metadata));
+    let options = arrow_array::RecordBatchOptions::new().with_row_count(Some(partitions.num_rows()));
+    let batch = RecordBatch::try_new_with_options(schema.clone(), columns, &options)
+        .map_err(|e| Failure::new(format!("{location}: {e}")))?;
+    let encode = || -> Result<Vec<u8>, arrow_schema::ArrowError> {
+        let mut writer = arrow_ipc::writer::StreamWriter::try_new(Vec::new(), &schema)?;
+        writer.write(&batch)?;
+        writer.into_inner()
+    };
+    encode().map_err(|e| Failure::new(format!("{location}: encoding the dataset's files: {e}")))
+}
+
+/// The files of a [`dataset`] stream (`partitions`, as [`dataset`] made it) that `filter` does
+/// not rule out by their partition values (`looseleaf::dataset::partition_rules_out`), by
+/// index. `filter` is the core's JSON form; `literals` its constants, one per line: `i:<integer>`
+/// or `s:<UTF-8 in hex>`.
+pub fn kept_files(partitions: &[u8], filter: &str, literals: &[String]) -> Result<Vec<i64>, Failure> {
+    use arrow_array::{Array, ArrayRef};
+    let literal = |line: &String| -> Result<ArrayRef, Failure> {
+        let bad = || Failure::new(format!("a filter literal the reader does not know: {line:?}"));
+        Ok(match line.split_once(':') {
+            Some(("i", number)) => {
+                std::sync::Arc::new(arrow_array::Int64Array::from(vec![number.parse::<i64>().map_err(|_| bad())?]))
+            }
+            Some(("s", hex)) => {
+                let bytes = (0..hex.len())
+                    .step_by(2)
+                    .map(|i| hex.get(i..i + 2).and_then(|b| u8::from_str_radix(b, 16).ok()))
+                    .collect::<Option<Vec<u8>>>()
+                    .ok_or_else(bad)?;
+                let text = String::from_utf8(bytes).map_err(|_| bad())?;
+                std::sync::Arc::new(arrow_array::StringArray::from(vec![text]))
+            }
+            _ => return Err(bad()),
+        })
+    };
+    let literals = literals.iter().map(literal).collect::<Result<Vec<_>, _>>()?;
+    let filter = looseleaf::filter::Predicate::from_json(filter, &literals)?;
+    let reader = arrow_ipc::reader::StreamReader::try_new(std::io::Cursor::new(partitions), None)
+        .map_err(|e| Failure::new(format!("a dataset stream that does not decode: {e}")))?;
+    let mut kept = Vec::new();
+    let mut index = 0i64;
+    for batch in reader {
+        let batch = batch.map_err(|e| Failure::new(format!("a dataset stream that does not decode: {e}")))?;
+        let fields: arrow_schema::Fields = batch.schema().fields().iter().skip(1).cloned().collect();
+        for row in 0..batch.num_rows() {
+            let values: Vec<ArrayRef> = batch.columns().iter().skip(1).map(|c| c.slice(row, 1)).collect();
+            if !looseleaf::dataset::partition_rules_out(&filter, &fields, &values)? {
+                kept.push(index);
+            }
+            index += 1;
+        }
+    }
+    Ok(kept)
 }
 
 /// A predicate line: `column<TAB>op<TAB>value` with `op` one of `=`, `<`, `<=`, `>`, `>=` and

@@ -52,21 +52,42 @@ pub extern "system" fn Java_io_looseleaf_spark_NativeReader_open<'local>(
     .resolve::<ThrowLooseleafException>()
 }
 
-/// The dataset a path names (`looseleaf::dataset::resolve`): its schema file (an empty line if
-/// none), then its data files, one per line. `request` is as for `open`.
+/// The dataset a path names (`looseleaf::dataset::Dataset`): an Arrow IPC stream of its files
+/// and their partition values (see `handles::dataset`). `request` is as for `open`.
 #[unsafe(no_mangle)]
-pub extern "system" fn Java_io_looseleaf_spark_NativeReader_datasetFiles<'local>(
+pub extern "system" fn Java_io_looseleaf_spark_NativeReader_dataset<'local>(
     mut env: EnvUnowned<'local>,
     _class: JClass<'local>,
     request: JByteArray<'local>,
 ) -> JByteArray<'local> {
     env.with_env(|env| -> Result<JByteArray<'local>, Failure> {
         let lines = lines(env, &request)?;
-        let (location, options) = lines.split_first().ok_or_else(|| Failure::new("datasetFiles: no location"))?;
-        let dataset = handles::dataset_files(location, options)?;
-        let mut lines = vec![dataset.schema_file.unwrap_or_default()];
-        lines.extend(dataset.files);
-        Ok(env.byte_array_from_slice(lines.join("\n").as_bytes())?)
+        let (location, options) = lines.split_first().ok_or_else(|| Failure::new("dataset: no location"))?;
+        let stream = handles::dataset(location, options)?;
+        Ok(env.byte_array_from_slice(&stream)?)
+    })
+    .resolve::<ThrowLooseleafException>()
+}
+
+/// The indices of the files of a `dataset` stream that a filter on partition columns does not
+/// rule out (see `handles::kept_files`): `filter` is the core's JSON form, `literals` its
+/// constants one per line.
+#[unsafe(no_mangle)]
+pub extern "system" fn Java_io_looseleaf_spark_NativeReader_keptFiles<'local>(
+    mut env: EnvUnowned<'local>,
+    _class: JClass<'local>,
+    partitions: JByteArray<'local>,
+    filter: JByteArray<'local>,
+    literals: JByteArray<'local>,
+) -> jni::objects::JLongArray<'local> {
+    env.with_env(|env| -> Result<jni::objects::JLongArray<'local>, Failure> {
+        let partitions = env.convert_byte_array(&partitions)?;
+        let filter = lines(env, &filter)?.join("\n");
+        let literals = lines(env, &literals)?;
+        let kept = handles::kept_files(&partitions, &filter, &literals)?;
+        let out = env.new_long_array(kept.len())?;
+        out.set_region(env, 0, &kept)?;
+        Ok(out)
     })
     .resolve::<ThrowLooseleafException>()
 }

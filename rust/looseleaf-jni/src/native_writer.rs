@@ -12,8 +12,8 @@ use crate::lines;
 use crate::policy::{Failure, ThrowLooseleafException};
 use crate::writing::{self, TaskWriter};
 
-/// Begins a job: `request` is `directory`, `mode`, `pageSize`, `compression`, then storage
-/// options; `schema` an IPC schema message. Returns the job's id.
+/// Begins a job: `request` is `directory`, `mode`, `pageSize`, `compression`, the partition
+/// columns (tab-separated), then storage options; `schema` an IPC schema message. Returns the job's id.
 #[unsafe(no_mangle)]
 pub extern "system" fn Java_io_looseleaf_spark_NativeWriter_beginWrite<'local>(
     mut env: EnvUnowned<'local>,
@@ -30,7 +30,8 @@ pub extern "system" fn Java_io_looseleaf_spark_NativeWriter_beginWrite<'local>(
     .resolve::<ThrowLooseleafException>()
 }
 
-/// Commits a job: `request` is `directory`, `mode`, `id`, then storage options; `files` the
+/// Commits a job: `request` is `directory`, `mode`, `id`, partition columns, then storage
+/// options; `files` the
 /// tasks' file names, one per line; `schema` the dataset's, as an IPC schema message.
 #[unsafe(no_mangle)]
 pub extern "system" fn Java_io_looseleaf_spark_NativeWriter_commitWrite<'local>(
@@ -59,8 +60,8 @@ pub extern "system" fn Java_io_looseleaf_spark_NativeWriter_abortWrite<'local>(
         .resolve::<ThrowLooseleafException>()
 }
 
-/// Opens the file of one task attempt: `request` is `directory`, `mode`, `id`, partition,
-/// attempt, `pageSize`, `compression`, then the storage options.
+/// Opens the files of one task attempt: `request` is `directory`, `mode`, `id`, partition
+/// columns, partition, attempt, `pageSize`, `compression`, then the storage options.
 #[unsafe(no_mangle)]
 pub extern "system" fn Java_io_looseleaf_spark_NativeWriter_openWriter<'local>(
     mut env: EnvUnowned<'local>,
@@ -89,8 +90,9 @@ pub extern "system" fn Java_io_looseleaf_spark_NativeWriter_write<'local>(
     .resolve::<ThrowLooseleafException>()
 }
 
-/// Finishes a task's file and destroys the handle: returns `name`, `rows`, `bytes` lines, the
-/// name empty if the task wrote no file or the job no longer wants it.
+/// Finishes a task's files and destroys the handle: returns one `name<TAB>rows<TAB>bytes` line
+/// per file the job may commit (names are paths below the directory), none if the task wrote
+/// no file or the job no longer wants them.
 #[unsafe(no_mangle)]
 pub extern "system" fn Java_io_looseleaf_spark_NativeWriter_finishWriter<'local>(
     mut env: EnvUnowned<'local>,
@@ -99,8 +101,9 @@ pub extern "system" fn Java_io_looseleaf_spark_NativeWriter_finishWriter<'local>
 ) -> JByteArray<'local> {
     env.with_env(|env| -> Result<JByteArray<'local>, Failure> {
         // SAFETY: a handle from `openWriter`, not used again (module docs).
-        let outcome = unsafe { handles::from_handle::<TaskWriter>(writer)? }.finish()?;
-        let text = format!("{}\n{}\n{}", outcome.name.unwrap_or_default(), outcome.num_rows, outcome.num_bytes);
+        let files = unsafe { handles::from_handle::<TaskWriter>(writer)? }.finish()?;
+        let lines: Vec<String> = files.iter().map(|f| format!("{}\t{}\t{}", f.name, f.num_rows, f.num_bytes)).collect();
+        let text = lines.join("\n");
         Ok(env.byte_array_from_slice(text.as_bytes())?)
     })
     .resolve::<ThrowLooseleafException>()

@@ -3,13 +3,14 @@
 //! stream the JVM sends it.
 //!
 //! Requests are lines (see `NativeWriter.java`): a job is named by its directory, its mode
-//! (`overwrite` or `append`) and its id; the storage options follow as `key=value` lines.
+//! (`overwrite` or `append`), its id and its partition columns (one line, tab-separated, empty
+//! for none); the storage options follow as `key=value` lines.
 
 use arrow_buffer::Buffer;
 use arrow_ipc::reader::StreamDecoder;
 use arrow_schema::{Schema, SchemaRef};
-use looseleaf::dataset::{CommitMode, WriteJob};
-use looseleaf::{ByteCount, FileWriter, Location, WriterOptions};
+use looseleaf::dataset::{CommitMode, TaskFile, WriteJob};
+use looseleaf::{ByteCount, Location, WriterOptions};
 
 use crate::handles::{runtime, storage_options};
 use crate::policy::Failure;
@@ -45,27 +46,38 @@ fn writer_options(page_size: &str, compression: &str) -> Result<WriterOptions, F
     }
 }
 
-/// Begins a job (`[directory, mode, page size, compression, storage options…]`) writing
-/// `schema`; returns its id. The page size and compression are checked here, before any task
-/// runs.
+/// The partition columns of a request line (tab-separated, empty for none).
+fn partition_by(line: &str) -> Vec<String> {
+    line.split('\t').filter(|c| !c.is_empty()).map(str::to_owned).collect()
+}
+
+/// Begins a job (`[directory, mode, page size, compression, partition columns, storage
+/// options…]`) writing `schema`; returns its id. The page size, compression and partition
+/// columns are checked here, before any task runs.
 pub fn begin(lines: &[String], schema: &Schema) -> Result<String, Failure> {
-    let [directory, mode_name, page_size, compression, options @ ..] = lines else {
-        return Err(Failure::new("beginWrite: expected a directory, a mode, a page size and a compression"));
+    let [directory, mode_name, page_size, compression, partitions, options @ ..] = lines else {
+        return Err(Failure::new(
+            "beginWrite: expected a directory, a mode, a page size, a compression and partition columns",
+        ));
     };
     writer_options(page_size, compression)?;
     let (directory, options) = (Location::parse(directory)?, storage_options(options)?);
-    let job = runtime()?.block_on(WriteJob::begin(&directory, &options, schema, mode(mode_name)?))?;
+    let partition_by = partition_by(partitions);
+    let job = runtime()?.block_on(WriteJob::begin(&directory, &options, schema, mode(mode_name)?, &partition_by))?;
     Ok(job.id().to_owned())
 }
 
-/// The job `[directory, mode, id, storage options…]` names, and the lines after its header.
+/// The job `[directory, mode, id, partition columns, storage options…]` names, and the lines
+/// after its header.
 fn job(lines: &[String], header: usize) -> Result<(WriteJob, &[String]), Failure> {
-    let (Some([directory, mode_name, id]), Some(rest)) = (lines.get(..3), lines.get(3..)) else {
-        return Err(Failure::new("expected a directory, a mode and a job id"));
+    let (Some([directory, mode_name, id, partitions]), Some(rest)) = (lines.get(..4), lines.get(4..)) else {
+        return Err(Failure::new("expected a directory, a mode, a job id and partition columns"));
     };
     let (fields, options) = rest.split_at(header.min(rest.len()));
     let options = storage_options(options)?;
-    Ok((WriteJob::resume(Location::parse(directory)?, options, id.clone(), mode(mode_name)?), fields))
+    let job = WriteJob::resume(Location::parse(directory)?, options, id.clone(), mode(mode_name)?)
+        .with_partition_by(partition_by(partitions));
+    Ok((job, fields))
 }
 
 /// Commits the job of `lines` with its tasks' `files` and the dataset's `schema`.
@@ -80,23 +92,17 @@ pub fn abort(lines: &[String]) -> Result<(), Failure> {
     Ok(runtime()?.block_on(job.abort())?)
 }
 
-/// The file one task attempt writes: created at its first row, from the IPC stream of its
-/// batches (a schema message, then record batch messages), in whatever pieces they arrive.
+/// The files one task attempt writes (`looseleaf::dataset::TaskWriter`: one, or one per
+/// partition directory): created at its first row, from the IPC stream of its batches (a schema
+/// message, then record batch messages), in whatever pieces they arrive.
 pub struct TaskWriter {
     job: WriteJob,
-    name: String,
+    partition: u64,
+    attempt: u64,
     location: Location,
     writer_options: WriterOptions,
     decoder: StreamDecoder,
-    writer: Option<FileWriter>,
-}
-
-/// What a task wrote: its file's name (`None` if it had no rows, or the job ended without
-/// it), rows and bytes.
-pub struct TaskOutcome {
-    pub name: Option<String>,
-    pub num_rows: u64,
-    pub num_bytes: u64,
+    writer: Option<looseleaf::dataset::TaskWriter>,
 }
 
 impl TaskWriter {
@@ -114,9 +120,9 @@ impl TaskWriter {
             text.parse::<u64>().map_err(|_| Failure::new(format!("openWriter: {what} {text:?} is not a number")))
         };
         let writer_options = writer_options(page_size, compression)?;
-        let name = job.task_file(number("partition", partition)?, number("attempt", attempt)?);
-        let location = job.directory().child(&name)?;
-        Ok(Self { job, name, location, writer_options, decoder: StreamDecoder::new(), writer: None })
+        let (partition, attempt) = (number("partition", partition)?, number("attempt", attempt)?);
+        let location = job.directory().child(&job.task_file(partition, attempt))?;
+        Ok(Self { job, partition, attempt, location, writer_options, decoder: StreamDecoder::new(), writer: None })
     }
 
     /// Writes the batches of the next piece of the IPC stream.
@@ -131,9 +137,9 @@ impl TaskWriter {
             }
             let runtime = runtime()?;
             if self.writer.is_none() {
-                let options = self.job.options().clone();
-                let create = self.location.create(batch.schema(), self.writer_options.clone(), &options);
-                self.writer = Some(runtime.block_on(create)?);
+                let writer =
+                    self.job.task_writer(self.partition, self.attempt, batch.schema(), self.writer_options.clone())?;
+                self.writer = Some(writer);
             }
             if let Some(writer) = self.writer.as_mut() {
                 runtime.block_on(writer.write(&batch))?;
@@ -146,20 +152,17 @@ impl TaskWriter {
         Failure::new(format!("{}: a batch from Spark that does not decode: {why}", self.location))
     }
 
-    /// Finishes the file and asks the job whether it still wants it (see
-    /// `WriteJob::keep_task_file`).
-    pub fn finish(mut self) -> Result<TaskOutcome, Failure> {
+    /// Finishes the files and asks the job whether it still wants them (see
+    /// `WriteJob::keep_task_file`): the files to commit.
+    pub fn finish(mut self) -> Result<Vec<TaskFile>, Failure> {
         self.decoder.finish().map_err(|e| self.fail(e.to_string()))?;
         let Some(writer) = self.writer.take() else {
-            return Ok(TaskOutcome { name: None, num_rows: 0, num_bytes: 0 });
+            return Ok(Vec::new());
         };
-        let runtime = runtime()?;
-        let finished = runtime.block_on(writer.finish())?;
-        let kept = runtime.block_on(self.job.keep_task_file(&self.name))?;
-        Ok(TaskOutcome { name: kept.then_some(self.name), num_rows: finished.num_rows, num_bytes: finished.num_bytes })
+        Ok(runtime()?.block_on(writer.finish())?)
     }
 
-    /// Abandons the file: nothing is left at its location.
+    /// Abandons the files: nothing is left of them.
     pub fn abort(mut self) -> Result<(), Failure> {
         if let Some(writer) = self.writer.take() {
             runtime()?.block_on(writer.abort())?;

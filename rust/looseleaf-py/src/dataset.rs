@@ -9,7 +9,7 @@ use arrow_schema::Schema;
 use futures::StreamExt;
 use looseleaf::dataset::{
     CommitMode, Dataset, DatasetOptions, DatasetScan, DatasetSource, DatasetWriteOptions, DatasetWriter, ExistingData,
-    FilePlan, Partitioning, WriteJob,
+    FilePlan, Partitioning, TaskWriter, WriteJob,
 };
 use looseleaf::filter::Predicate;
 use looseleaf::{ReadOptions, StorageOptions};
@@ -79,33 +79,118 @@ pub struct PyWriteJob {
     options: StorageOptions,
 }
 
+/// The files of one task attempt of a [`PyWriteJob`] (`looseleaf::dataset::TaskWriter`: one,
+/// or one per partition directory).
+#[pyclass(name = "TaskWriter", module = "looseleaf._looseleaf", frozen)]
+pub struct PyTaskWriter {
+    /// Guarded by its own lock: the writer, `None` once finished or aborted.
+    writer: std::sync::Mutex<Option<TaskWriter>>,
+}
+
+impl PyTaskWriter {
+    fn take(&self) -> PyResult<Option<TaskWriter>> {
+        let mut guard =
+            self.writer.try_lock().map_err(|_| invalid_argument("the task writer is in use by another thread"))?;
+        Ok(guard.take())
+    }
+}
+
+#[pymethods]
+impl PyTaskWriter {
+    /// Writes one record batch (an object with `__arrow_c_array__`), partition columns included.
+    fn write_batch(&self, py: Python<'_>, batch: &Bound<'_, PyAny>) -> PyResult<()> {
+        let batch = crate::arrow::import_batch(batch)?;
+        let mut guard =
+            self.writer.try_lock().map_err(|_| invalid_argument("the task writer is in use by another thread"))?;
+        let writer = guard.as_mut().ok_or_else(|| invalid_argument("the task writer is already finished"))?;
+        wait(py, writer.write(&batch))?.py_err()
+    }
+
+    /// Finishes the files: `(name, rows, bytes)` of each the job may commit.
+    fn finish(&self, py: Python<'_>) -> PyResult<Vec<(String, u64, u64)>> {
+        let Some(writer) = self.take()? else { return Err(invalid_argument("the task writer is already finished")) };
+        let files = wait(py, writer.finish())?.py_err()?;
+        Ok(files.into_iter().map(|f| (f.name, f.num_rows, f.num_bytes)).collect())
+    }
+
+    /// Abandons the files (nothing is left of them); nothing happens once finished.
+    fn abort(&self, py: Python<'_>) -> PyResult<()> {
+        match self.take()? {
+            Some(writer) => wait(py, writer.abort())?.py_err(),
+            None => Ok(()),
+        }
+    }
+}
+
 #[pymethods]
 impl PyWriteJob {
     /// The job `id` begun earlier, maybe in another process.
     #[new]
-    #[pyo3(signature = (directory, id, overwrite, storage_options = None))]
-    fn new(directory: &str, id: String, overwrite: bool, storage_options: Option<&Bound<'_, PyAny>>) -> PyResult<Self> {
+    #[pyo3(signature = (directory, id, overwrite, storage_options = None, partition_by = None))]
+    fn new(
+        directory: &str,
+        id: String,
+        overwrite: bool,
+        storage_options: Option<&Bound<'_, PyAny>>,
+        partition_by: Option<Vec<String>>,
+    ) -> PyResult<Self> {
         let (location, options) = at(directory, storage_options)?;
-        let job = WriteJob::resume(location, options.clone(), id, mode(overwrite));
+        let job = WriteJob::resume(location, options.clone(), id, mode(overwrite))
+            .with_partition_by(partition_by.unwrap_or_default());
         Ok(Self { job, overwrite, options })
     }
 
-    /// Begins a job writing `schema` into `directory` (see `WriteJob::begin`).
+    /// Begins a job writing `schema` into `directory`, in `key=value/` directories of the
+    /// columns `partition_by` (see `WriteJob::begin`).
     #[staticmethod]
-    #[pyo3(signature = (directory, schema, overwrite, *, storage_options = None))]
+    #[pyo3(signature = (directory, schema, overwrite, *, storage_options = None, partition_by = None))]
     fn begin(
         py: Python<'_>,
         directory: &str,
         schema: &Bound<'_, PyAny>,
         overwrite: bool,
         storage_options: Option<&Bound<'_, PyAny>>,
+        partition_by: Option<Vec<String>>,
     ) -> PyResult<Self> {
         let (location, options) = at(directory, storage_options)?;
         let schema = import_schema(schema)?;
         let begin_options = options.clone();
-        let job = wait(py, async move { WriteJob::begin(&location, &begin_options, &schema, mode(overwrite)).await })?
-            .py_err()?;
+        let partition_by = partition_by.unwrap_or_default();
+        let job = wait(py, async move {
+            WriteJob::begin(&location, &begin_options, &schema, mode(overwrite), &partition_by).await
+        })?
+        .py_err()?;
         Ok(Self { job, overwrite, options })
+    }
+
+    /// The partition columns.
+    #[getter]
+    fn partition_by(&self) -> Vec<String> {
+        self.job.partition_by().to_vec()
+    }
+
+    /// The writer of one task attempt's files (`page_size` and `compression` as
+    /// `looseleaf.FileWriter` takes them).
+    #[pyo3(signature = (partition, attempt, schema, *, page_size = None, compression = None))]
+    fn task_writer(
+        &self,
+        partition: u64,
+        attempt: u64,
+        schema: &Bound<'_, PyAny>,
+        page_size: Option<i128>,
+        compression: Option<String>,
+    ) -> PyResult<PyTaskWriter> {
+        let options = writer_options(WriterSettings {
+            page_size,
+            compression,
+            compression_level: None,
+            encodings: None,
+            statistics: true,
+            checksums: true,
+            zone_map_rows: None,
+        })?;
+        let writer = self.job.task_writer(partition, attempt, import_schema(schema)?, options).py_err()?;
+        Ok(PyTaskWriter { writer: std::sync::Mutex::new(Some(writer)) })
     }
 
     /// The job's id.
@@ -145,13 +230,19 @@ impl PyWriteJob {
     #[allow(clippy::type_complexity)]
     fn __reduce__<'py>(
         slf: &Bound<'py, Self>,
-    ) -> PyResult<(Bound<'py, PyAny>, (String, String, bool, Bound<'py, PyDict>))> {
+    ) -> PyResult<(Bound<'py, PyAny>, (String, String, bool, Bound<'py, PyDict>, Vec<String>))> {
         let this = slf.get();
         let options = PyDict::new(slf.py());
         for (key, value) in this.options.iter() {
             options.set_item(key, value)?;
         }
-        let args = (this.job.directory().to_string(), this.job.id().to_owned(), this.overwrite, options);
+        let args = (
+            this.job.directory().to_string(),
+            this.job.id().to_owned(),
+            this.overwrite,
+            options,
+            this.job.partition_by().to_vec(),
+        );
         Ok((slf.get_type().into_any(), args))
     }
 

@@ -42,6 +42,7 @@ fn _looseleaf(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<arrow::PyBatches>()?;
     m.add_class::<arrow::PyArrowSchema>()?;
     m.add_class::<dataset::PyWriteJob>()?;
+    m.add_class::<dataset::PyTaskWriter>()?;
     m.add_class::<dataset::PyDataset>()?;
     m.add_function(wrap_pyfunction!(dataset::write_dataset, m)?)?;
     m.add_class::<budget::PyIoBudget>()?;

@@ -12,7 +12,8 @@
 //!
 //! `<job>` starts with the job's start time, so commits sort in the order jobs started. A
 //! commit is `{"version": 1, "job": …, "mode": "append" | "overwrite", "files": […],
-//! "schema": …}`. **A reader sees** the files of the last `overwrite` commit and of every later
+//! "schema": …}`, and `"partition_by": […]` when its files are in `key=value/` directories
+//! (file names are then paths below the directory: `k=1/part-….leaf`). **A reader sees** the files of the last `overwrite` commit and of every later
 //! commit, with the schema of the last commit; data files no commit names (a job running,
 //! failed, or whose driver died before committing) are invisible.
 
@@ -45,8 +46,12 @@ pub struct Commit {
     pub mode: CommitMode,
     /// Its data files, relative to the dataset directory.
     pub files: Vec<String>,
-    /// Its schema file, relative to the dataset directory.
+    /// Its schema file, relative to the dataset directory (the files' schema: partition
+    /// columns are not in it).
     pub schema: String,
+    /// Its partition columns (`key=value/` directories of its files), none if absent.
+    #[serde(default)]
+    pub partition_by: Vec<String>,
 }
 
 #[derive(Deserialize)]
@@ -132,6 +137,7 @@ mod tests {
             mode,
             files: files.iter().map(|f| f.to_string()).collect(),
             schema: format!("_schemas/{job}.leaf"),
+            partition_by: Vec::new(),
         }
     }
 

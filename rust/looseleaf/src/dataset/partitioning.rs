@@ -139,6 +139,26 @@ impl HivePartitioning {
             .collect()
     }
 
+    /// The rows of a batch grouped by directory, in the order directories first appear:
+    /// `columns` are its partition columns (one array per partition column, in order), of
+    /// `num_rows` rows.
+    ///
+    /// # Errors
+    /// As [`directory`](Self::directory).
+    pub fn group_rows(&self, columns: &[ArrayRef], num_rows: usize) -> Result<Vec<(String, Vec<u32>)>> {
+        let mut groups: Vec<(String, Vec<u32>)> = Vec::new();
+        let mut group_of: std::collections::HashMap<String, usize> = std::collections::HashMap::new();
+        for row in 0..num_rows {
+            let directory = self.directory(columns, row)?;
+            let group = *group_of.entry(directory.clone()).or_insert_with(|| {
+                groups.push((directory, Vec::new()));
+                groups.len() - 1
+            });
+            groups[group].1.push(row as u32);
+        }
+        Ok(groups)
+    }
+
     /// The relative directory (`k1=v1/k2=v2`) of the row `row` of the partition columns
     /// `columns` (one array per partition column, in order).
     ///

@@ -45,6 +45,19 @@ pub(crate) fn partition_residual(predicate: &Predicate, partitions: &Fields, val
     })
 }
 
+/// Whether `filter` rules out every row of a file whose partition values (for the partition
+/// columns `partitions`) are the one-element arrays `values`: what a read of a [`Dataset`]
+/// skips without opening the file, for front ends that plan files themselves (the JVM
+/// connector).
+///
+/// # Errors
+/// As [`partition_residual`].
+///
+/// [`Dataset`]: super::Dataset
+pub fn partition_rules_out(filter: &Predicate, partitions: &Fields, values: &[ArrayRef]) -> Result<bool> {
+    Ok(rules_out(&partition_residual(filter, partitions, values)?))
+}
+
 /// Whether no row of a file whose residual filter is `residual` can match.
 pub(crate) fn rules_out(residual: &Predicate) -> bool {
     matches!(residual, Predicate::Literal(None | Some(false)))

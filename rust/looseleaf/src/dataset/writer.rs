@@ -71,79 +71,82 @@ impl Default for DatasetWriteOptions {
 /// A file being written.
 struct OpenFile {
     writer: FileWriter,
+    /// Its path below the root.
+    relative: String,
     location: String,
     /// When it was last written to (a counter of writes).
     last_write: u64,
 }
 
-/// Writes batches as a dataset directory (see the module documentation).
-pub struct DatasetWriter {
+/// A file finished by [`PartitionedFiles`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct WrittenFile {
+    /// Its path below the root (`k=v/part-….leaf`).
+    pub relative: String,
+    pub location: String,
+    pub num_rows: u64,
+    pub num_bytes: u64,
+}
+
+/// How [`PartitionedFiles`] names its `n`-th file (the directory is put before it).
+pub(crate) type FileNamer = Box<dyn Fn(u64) -> String + Send + Sync>;
+
+/// How [`PartitionedFiles`] lays rows out.
+pub(crate) struct LayoutOptions {
+    pub storage: StorageOptions,
+    pub writer: WriterOptions,
+    pub partition_by: Vec<String>,
+    pub max_rows_per_file: Option<u64>,
+    pub max_open_files: usize,
+}
+
+/// Rows of one schema written as files below a root, split into Hive partition directories,
+/// at most `max_open_files` open at once (the least recently written finished first): the
+/// layout [`DatasetWriter`] and the Spark write job's task writer (`super::TaskWriter`) share.
+pub(crate) struct PartitionedFiles {
     root: Location,
-    options: DatasetWriteOptions,
+    options: LayoutOptions,
     schema: SchemaRef,
     /// The columns the files hold (all but the partition columns), by index in `schema`.
     file_columns: Vec<usize>,
     file_schema: SchemaRef,
     partition_columns: Vec<usize>,
     partitioning: HivePartitioning,
+    name: FileNamer,
     /// Open files by partition directory.
     open: HashMap<String, OpenFile>,
     /// Files finished so far.
-    written: Vec<String>,
-    /// Data files there before, deleted at the end of an overwrite.
-    replaced: Vec<String>,
-    /// Names files apart from those of other writes.
-    token: String,
+    written: Vec<WrittenFile>,
     files_started: u64,
     writes: u64,
 }
 
-impl DatasetWriter {
-    /// Starts writing rows of `schema` into the directory `root`.
-    ///
+impl PartitionedFiles {
     /// # Errors
     /// [`Error::InvalidArgument`] for a partition column that is not a top-level column of a
-    /// type directories can hold, or for every column being a partition column; for data
-    /// files already there with [`ExistingData::Error`], and for a directory with a commit
-    /// log (the Spark data source's: write there through it); [`Error::Io`] if listing fails.
-    pub async fn try_new(root: Location, schema: SchemaRef, options: DatasetWriteOptions) -> Result<Self> {
-        let name = root.to_string();
+    /// type directories can hold, or for every column being a partition column.
+    pub fn try_new(root: Location, schema: SchemaRef, options: LayoutOptions, name: FileNamer) -> Result<Self> {
+        let text = root.to_string();
         ensure!(options.max_open_files > 0, invalid, "max_open_files must be at least 1");
         ensure!(options.max_rows_per_file != Some(0), invalid, "max_rows_per_file must be at least 1");
         let mut partition_columns = Vec::new();
         for column in &options.partition_by {
             let index = schema
                 .index_of(column)
-                .map_err(|_| Error::invalid_argument(format!("{name}: no column {column:?} to partition by")))?;
-            ensure!(!partition_columns.contains(&index), invalid, "{name}: {column:?} is partitioned by twice");
+                .map_err(|_| Error::invalid_argument(format!("{text}: no column {column:?} to partition by")))?;
+            ensure!(!partition_columns.contains(&index), invalid, "{text}: {column:?} is partitioned by twice");
             partition_columns.push(index);
         }
         let partitioning =
             HivePartitioning::try_new(partition_columns.iter().map(|&i| schema.fields()[i].clone()).collect())
-                .map_err(|e| e.with_location(&name))?;
+                .map_err(|e| e.with_location(&text))?;
         let file_columns: Vec<usize> = (0..schema.fields().len()).filter(|i| !partition_columns.contains(i)).collect();
         ensure!(
             !file_columns.is_empty(),
             invalid,
-            "{name}: every column is a partition column: the files would hold none"
+            "{text}: every column is a partition column: the files would hold none"
         );
         let file_schema = Arc::new(schema.project(&file_columns)?);
-        if CommitLog::read(&root, &options.storage).await?.is_some() {
-            bail!(
-                invalid,
-                "{name}: the Spark data source writes this directory (it has a commit log): write through it"
-            );
-        }
-        let existing: Vec<String> = super::directory_files(&root, &options.storage, true).await?;
-        let replaced = match options.existing_data {
-            ExistingData::Error if !existing.is_empty() => bail!(
-                invalid,
-                "{name}: holds {} data files already (say existing_data=\"append\" or \"overwrite\")",
-                existing.len()
-            ),
-            ExistingData::Overwrite => existing,
-            _ => Vec::new(),
-        };
         Ok(Self {
             root,
             options,
@@ -152,16 +155,28 @@ impl DatasetWriter {
             file_schema,
             partition_columns,
             partitioning,
+            name,
             open: HashMap::new(),
             written: Vec::new(),
-            replaced,
-            token: unique_token(),
             files_started: 0,
             writes: 0,
         })
     }
 
-    /// Writes `batch` (of the writer's schema).
+    pub fn schema(&self) -> &SchemaRef {
+        &self.schema
+    }
+
+    pub fn is_partitioned(&self) -> bool {
+        !self.partition_columns.is_empty()
+    }
+
+    /// Whether no file was started yet.
+    pub fn is_empty(&self) -> bool {
+        self.written.is_empty() && self.open.is_empty()
+    }
+
+    /// Writes `batch` (of the schema).
     ///
     /// # Errors
     /// [`Error::InvalidArgument`] for a batch of another schema; errors of the files' writers.
@@ -182,24 +197,12 @@ impl DatasetWriter {
                 self.schema
             );
         }
+        let file_batch = batch.project(&self.file_columns)?;
         if self.partition_columns.is_empty() {
-            let file_batch = batch.project(&self.file_columns)?;
             return self.write_to(String::new(), file_batch).await;
         }
-        // Rows grouped by directory, in the order directories first appear.
         let keys: Vec<ArrayRef> = self.partition_columns.iter().map(|&i| batch.column(i).clone()).collect();
-        let mut groups: Vec<(String, Vec<u32>)> = Vec::new();
-        let mut group_of: HashMap<String, usize> = HashMap::new();
-        for row in 0..batch.num_rows() {
-            let directory = self.partitioning.directory(&keys, row)?;
-            let group = *group_of.entry(directory.clone()).or_insert_with(|| {
-                groups.push((directory, Vec::new()));
-                groups.len() - 1
-            });
-            groups[group].1.push(row as u32);
-        }
-        let file_batch = batch.project(&self.file_columns)?;
-        for (directory, rows) in groups {
+        for (directory, rows) in self.partitioning.group_rows(&keys, batch.num_rows())? {
             let part = if rows.len() == batch.num_rows() {
                 file_batch.clone()
             } else {
@@ -232,30 +235,121 @@ impl DatasetWriter {
         Ok(())
     }
 
-    async fn start_file(&mut self, directory: &str) -> Result<()> {
+    /// Starts the file of `directory` (empty: the root), finishing the least recently written
+    /// one first if `max_open_files` are open.
+    pub async fn start_file(&mut self, directory: &str) -> Result<()> {
         if self.open.len() >= self.options.max_open_files {
             let oldest = self.open.iter().min_by_key(|(_, f)| f.last_write).map(|(d, _)| d.clone());
             if let Some(oldest) = oldest {
                 self.finish_file(&oldest).await?;
             }
         }
-        let name = format!("part-{}-{:05}{DATA_SUFFIX}", self.token, self.files_started);
+        let name = (self.name)(self.files_started);
         self.files_started += 1;
-        let path = if directory.is_empty() { name } else { format!("{directory}/{name}") };
-        let location = self.root.child(&path)?;
+        let relative = if directory.is_empty() { name } else { format!("{directory}/{name}") };
+        let location = self.root.child(&relative)?;
         let writer =
             location.create(self.file_schema.clone(), self.options.writer.clone(), &self.options.storage).await?;
         let location = location.to_string();
-        self.open.insert(directory.to_string(), OpenFile { writer, location, last_write: self.writes });
+        self.open.insert(directory.to_string(), OpenFile { writer, relative, location, last_write: self.writes });
         Ok(())
     }
 
     async fn finish_file(&mut self, directory: &str) -> Result<()> {
         if let Some(file) = self.open.remove(directory) {
-            file.writer.finish().await?;
-            self.written.push(file.location);
+            let finished = file.writer.finish().await?;
+            self.written.push(WrittenFile {
+                relative: file.relative,
+                location: file.location,
+                num_rows: finished.num_rows,
+                num_bytes: finished.num_bytes,
+            });
         }
         Ok(())
+    }
+
+    /// Finishes every open file; returns every file written, in the order they were finished.
+    ///
+    /// # Errors
+    /// Errors of the files' writers.
+    pub async fn finish(mut self) -> Result<Vec<WrittenFile>> {
+        let mut directories: Vec<String> = self.open.keys().cloned().collect();
+        directories.sort();
+        for directory in directories {
+            self.finish_file(&directory).await?;
+        }
+        Ok(self.written)
+    }
+
+    /// Discards every open file (never made visible); returns the files finished already.
+    ///
+    /// # Errors
+    /// Errors of aborting the writers.
+    pub async fn abort(self) -> Result<Vec<WrittenFile>> {
+        for (_, file) in self.open {
+            file.writer.abort().await?;
+        }
+        Ok(self.written)
+    }
+}
+
+/// Writes batches as a dataset directory (see the module documentation).
+pub struct DatasetWriter {
+    files: PartitionedFiles,
+    /// Data files there before, deleted at the end of an overwrite.
+    replaced: Vec<String>,
+    storage: StorageOptions,
+}
+
+impl DatasetWriter {
+    /// Starts writing rows of `schema` into the directory `root`.
+    ///
+    /// # Errors
+    /// [`Error::InvalidArgument`] for a partition column that is not a top-level column of a
+    /// type directories can hold, or for every column being a partition column; for data
+    /// files already there with [`ExistingData::Error`], and for a directory with a commit
+    /// log (the Spark data source's: write there through it); [`Error::Io`] if listing fails.
+    pub async fn try_new(root: Location, schema: SchemaRef, options: DatasetWriteOptions) -> Result<Self> {
+        let name = root.to_string();
+        let storage = options.storage.clone();
+        let token = unique_token();
+        let files = PartitionedFiles::try_new(
+            root.clone(),
+            schema,
+            LayoutOptions {
+                storage: options.storage,
+                writer: options.writer,
+                partition_by: options.partition_by,
+                max_rows_per_file: options.max_rows_per_file,
+                max_open_files: options.max_open_files,
+            },
+            Box::new(move |n| format!("part-{token}-{n:05}{DATA_SUFFIX}")),
+        )?;
+        if CommitLog::read(&root, &storage).await?.is_some() {
+            bail!(
+                invalid,
+                "{name}: the Spark data source writes this directory (it has a commit log): write through it"
+            );
+        }
+        let existing: Vec<String> = super::directory_files(&root, &storage, true).await?;
+        let replaced = match options.existing_data {
+            ExistingData::Error if !existing.is_empty() => bail!(
+                invalid,
+                "{name}: holds {} data files already (say existing_data=\"append\" or \"overwrite\")",
+                existing.len()
+            ),
+            ExistingData::Overwrite => existing,
+            _ => Vec::new(),
+        };
+        Ok(Self { files, replaced, storage })
+    }
+
+    /// Writes `batch` (of the writer's schema).
+    ///
+    /// # Errors
+    /// [`Error::InvalidArgument`] for a batch of another schema; errors of the files' writers.
+    pub async fn write(&mut self, batch: &RecordBatch) -> Result<()> {
+        self.files.write(batch).await
     }
 
     /// Finishes every file (and, for an overwrite, deletes the files there before); returns
@@ -265,20 +359,16 @@ impl DatasetWriter {
     /// # Errors
     /// Errors of the files' writers, or of deleting the old files (the new ones are complete).
     pub async fn finish(mut self) -> Result<Vec<String>> {
-        if self.written.is_empty() && self.open.is_empty() && self.partition_columns.is_empty() {
+        if self.files.is_empty() && !self.files.is_partitioned() {
             // No rows: one empty file keeps the schema (a partitioned dataset has no directory
             // to put it in, and is left empty).
-            self.start_file("").await?;
+            self.files.start_file("").await?;
         }
-        let mut directories: Vec<String> = self.open.keys().cloned().collect();
-        directories.sort();
-        for directory in directories {
-            self.finish_file(&directory).await?;
-        }
+        let written = self.files.finish().await?;
         for old in &self.replaced {
-            Location::parse(old)?.delete(&self.options.storage).await?;
+            Location::parse(old)?.delete(&self.storage).await?;
         }
-        Ok(self.written)
+        Ok(written.into_iter().map(|f| f.location).collect())
     }
 
     /// Stops writing: every open file is discarded (never made visible); files finished
@@ -287,15 +377,12 @@ impl DatasetWriter {
     /// # Errors
     /// Errors of aborting the writers.
     pub async fn abort(self) -> Result<Vec<String>> {
-        for (_, file) in self.open {
-            file.writer.abort().await?;
-        }
-        Ok(self.written)
+        Ok(self.files.abort().await?.into_iter().map(|f| f.location).collect())
     }
 
     /// The schema of the rows written (partition columns included).
     pub fn schema(&self) -> &SchemaRef {
-        &self.schema
+        self.files.schema()
     }
 }
 

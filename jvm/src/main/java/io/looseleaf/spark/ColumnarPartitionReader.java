@@ -16,6 +16,8 @@ import org.apache.arrow.vector.ipc.message.MessageSerializer;
 import org.apache.arrow.vector.types.pojo.Schema;
 import org.apache.spark.sql.connector.metric.CustomTaskMetric;
 import org.apache.spark.sql.connector.read.PartitionReader;
+import org.apache.spark.sql.execution.vectorized.ColumnVectorUtils;
+import org.apache.spark.sql.execution.vectorized.ConstantColumnVector;
 import org.apache.spark.sql.types.DataType;
 import org.apache.spark.sql.util.ArrowUtils;
 import org.apache.spark.sql.vectorized.ColumnVector;
@@ -28,6 +30,10 @@ import org.apache.spark.sql.vectorized.ColumnarBatch;
  * {@link #next} (Spark's contract), which closes its vectors and so releases its body;
  * {@link #close} releases the last one. The reader's own allocator is closed last, so a leaked
  * buffer fails the task instead of growing the JVM's native memory.
+ *
+ * <p>The file's partition values (if the read has partition columns) follow its columns in every
+ * batch as Spark's {@link ConstantColumnVector}s; a read of partition columns only reads no
+ * column of the file, only its row count.
  */
 final class ColumnarPartitionReader implements PartitionReader<ColumnarBatch> {
   private final FileRange range;
@@ -40,11 +46,19 @@ final class ColumnarPartitionReader implements PartitionReader<ColumnarBatch> {
   private ColumnarBatch batch;
   /** The scan's I/O counters as of the last batch (kept after the scan is closed). */
   private CustomTaskMetric[] metrics = ScanMetrics.zero();
+  /** Without file columns to read: the next row of the range to hand out. */
+  private long nextRow;
+
+  private ConstantColumnVector[] constants = new ConstantColumnVector[0];
 
   ColumnarPartitionReader(FileRange range) {
     this.range = range;
     this.file = new LooseleafFile(range.file, range.storageOptions);
     this.allocator = new RootAllocator();
+    this.nextRow = range.start;
+    if (range.columns != null && range.columns.isEmpty()) {
+      return; // partition columns only: no scan of the file
+    }
     try {
       this.scan =
           NativeReader.scan(
@@ -60,8 +74,38 @@ final class ColumnarPartitionReader implements PartitionReader<ColumnarBatch> {
     }
   }
 
+  /** The partition values as constant vectors of {@code rows} rows. */
+  private ColumnVector[] constants(int rows) {
+    closeConstants();
+    constants = new ConstantColumnVector[range.partitionColumns == null ? 0 : range.partitionColumns.length];
+    for (int i = 0; i < constants.length; i++) {
+      int column = range.partitionColumns[i];
+      constants[i] = new ConstantColumnVector(rows, range.partitionSchema.fields()[column].dataType());
+      ColumnVectorUtils.populate(constants[i], range.partitionValues, column);
+    }
+    return constants;
+  }
+
+  private void closeConstants() {
+    for (ConstantColumnVector constant : constants) {
+      constant.close();
+    }
+    constants = new ConstantColumnVector[0];
+  }
+
   @Override
   public boolean next() {
+    if (scan == 0) {
+      // Partition columns only: batches of the range's row count.
+      if (nextRow >= range.end) {
+        return false;
+      }
+      int rows = (int) Math.min(range.batchSize, range.end - nextRow);
+      nextRow += rows;
+      batch = new ColumnarBatch(constants(rows));
+      batch.setNumRows(rows);
+      return true;
+    }
     long handle = NativeReader.next(scan);
     metrics = ScanMetrics.values(NativeReader.scanStats(scan));
     if (handle == 0) {
@@ -94,10 +138,13 @@ final class ColumnarPartitionReader implements PartitionReader<ColumnarBatch> {
       closeRoot();
       root = VectorSchemaRoot.create(schema, allocator);
       new VectorLoader(root).load(arrow);
-      ColumnVector[] vectors = new ColumnVector[root.getFieldVectors().size()];
-      for (int i = 0; i < vectors.length; i++) {
+      int fileColumns = root.getFieldVectors().size();
+      ColumnVector[] partitionVectors = constants(root.getRowCount());
+      ColumnVector[] vectors = new ColumnVector[fileColumns + partitionVectors.length];
+      for (int i = 0; i < fileColumns; i++) {
         vectors[i] = NativeColumnVector.of(sparkTypes[i], root.getVector(i));
       }
+      System.arraycopy(partitionVectors, 0, vectors, fileColumns, partitionVectors.length);
       batch = new ColumnarBatch(vectors);
     } catch (IOException e) {
       throw new UncheckedIOException(range.file + ": a batch the JVM cannot read", e);
@@ -126,6 +173,7 @@ final class ColumnarPartitionReader implements PartitionReader<ColumnarBatch> {
   @Override
   public void close() {
     closeRoot();
+    closeConstants();
     if (scan != 0) {
       long s = scan;
       scan = 0;

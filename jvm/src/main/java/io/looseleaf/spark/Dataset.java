@@ -1,22 +1,38 @@
 package io.looseleaf.spark;
 
+import java.io.ByteArrayInputStream;
+import java.io.IOException;
 import java.io.Serializable;
-import java.nio.charset.StandardCharsets;
+import java.io.UncheckedIOException;
+import java.util.ArrayList;
 import java.util.Collections;
 import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
+import org.apache.arrow.memory.BufferAllocator;
+import org.apache.arrow.memory.RootAllocator;
+import org.apache.arrow.vector.VectorSchemaRoot;
+import org.apache.arrow.vector.ipc.ArrowStreamReader;
+import org.apache.arrow.vector.types.pojo.Field;
 import org.apache.arrow.vector.types.pojo.Schema;
+import org.apache.spark.sql.catalyst.InternalRow;
+import org.apache.spark.sql.types.StructField;
 import org.apache.spark.sql.types.StructType;
 import org.apache.spark.sql.util.ArrowUtils;
 import org.apache.spark.sql.util.CaseInsensitiveStringMap;
+import org.apache.spark.sql.vectorized.ArrowColumnVector;
+import org.apache.spark.sql.vectorized.ColumnVector;
+import org.apache.spark.sql.vectorized.ColumnarBatch;
 
 /**
- * The files a read names, their storage options and their schema (that of the dataset's schema
- * file, else of its first file).
+ * The files a read names, their storage options, their schema (that of the dataset's schema
+ * file, else of its first file) and their partition columns: the core's {@code
+ * looseleaf::dataset::Dataset} finds the files and reads {@code key=value/} directories as
+ * partition columns (types discovered there), which come after the files' columns.
  */
 final class Dataset implements Serializable {
   static final String STORAGE_PREFIX = "storage.";
+  private static final String SCHEMA_FILE_KEY = "looseleaf.schema_file";
 
   final List<String> files;
   /** The file holding the dataset's schema, if not its first data file (null). */
@@ -24,15 +40,50 @@ final class Dataset implements Serializable {
   final Map<String, String> storageOptions;
   final int batchSize;
   final long maxPartitionBytes;
+  /** The partition columns (empty without {@code key=value/} directories). */
+  final StructType partitionSchema;
+  /** Each file's partition values, in the order of {@link #files}. */
+  final List<InternalRow> partitionValues;
+  /** The core's stream of the files and their partition values, for {@link #keptFiles}. */
+  private final byte[] listing;
   private transient Schema arrowSchema;
 
   private Dataset(
-      List<String> listing, Map<String, String> storageOptions, int batchSize, long maxPartitionBytes) {
-    this.schemaFile = listing.get(0).isEmpty() ? null : listing.get(0);
-    this.files = listing.subList(1, listing.size());
+      byte[] listing, Map<String, String> storageOptions, int batchSize, long maxPartitionBytes) {
+    this.listing = listing;
     this.storageOptions = storageOptions;
     this.batchSize = batchSize;
     this.maxPartitionBytes = maxPartitionBytes;
+    List<String> names = new ArrayList<>();
+    List<InternalRow> values = new ArrayList<>();
+    try (BufferAllocator allocator = new RootAllocator();
+        ArrowStreamReader reader = new ArrowStreamReader(new ByteArrayInputStream(listing), allocator)) {
+      VectorSchemaRoot root = reader.getVectorSchemaRoot();
+      Schema schema = root.getSchema();
+      this.schemaFile = schema.getCustomMetadata().get(SCHEMA_FILE_KEY);
+      List<Field> partitionFields = schema.getFields().subList(1, schema.getFields().size());
+      List<StructField> sparkFields = new ArrayList<>();
+      for (Field field : partitionFields) {
+        sparkFields.add(new StructField(field.getName(), ArrowUtils.fromArrowField(field), true, org.apache.spark.sql.types.Metadata.empty()));
+      }
+      this.partitionSchema = new StructType(sparkFields.toArray(new StructField[0]));
+      while (reader.loadNextBatch()) {
+        ColumnVector[] vectors = new ColumnVector[partitionFields.size()];
+        for (int i = 0; i < vectors.length; i++) {
+          vectors[i] = new ArrowColumnVector(root.getVector(i + 1));
+        }
+        ColumnarBatch batch = new ColumnarBatch(vectors, root.getRowCount());
+        org.apache.arrow.vector.VarCharVector fileColumn = (org.apache.arrow.vector.VarCharVector) root.getVector(0);
+        for (int row = 0; row < root.getRowCount(); row++) {
+          names.add(new String(fileColumn.get(row), java.nio.charset.StandardCharsets.UTF_8));
+          values.add(batch.getRow(row).copy());
+        }
+      }
+    } catch (IOException e) {
+      throw new UncheckedIOException("looseleaf: the dataset's files do not decode", e);
+    }
+    this.files = Collections.unmodifiableList(names);
+    this.partitionValues = Collections.unmodifiableList(values);
   }
 
   static Dataset resolve(CaseInsensitiveStringMap options) {
@@ -49,8 +100,9 @@ final class Dataset implements Serializable {
     if (maxPartitionBytes <= 0) {
       throw new IllegalArgumentException("looseleaf: maxPartitionBytes must be positive");
     }
-    return new Dataset(
-        listFiles(path, storage), Collections.unmodifiableMap(storage), batchSize, maxPartitionBytes);
+    NativeReader.load();
+    byte[] listing = NativeReader.dataset(LooseleafFile.request(path, storage));
+    return new Dataset(listing, Collections.unmodifiableMap(storage), batchSize, maxPartitionBytes);
   }
 
   /** The storage options among a read's or a write's options ({@code storage.KEY}). */
@@ -65,17 +117,17 @@ final class Dataset implements Serializable {
   }
 
   /**
-   * The schema file (an empty string if none) then the data files a path names, chosen by the
-   * core ({@code looseleaf::dataset::resolve}): the path itself if it is a {@code .leaf} file,
-   * else the files a reader sees in the directory (those its commit log makes visible, or its
-   * visible {@code *.leaf} files).
+   * Which files (indices into {@link #files}) a filter on partition columns does not rule out,
+   * decided by the core ({@code looseleaf::dataset::partition_rules_out}, what its own dataset
+   * reads skip): {@code filter} is the core's JSON form, {@code literals} its constants (see
+   * {@link PartitionFilters}).
    */
-  private static List<String> listFiles(String path, Map<String, String> storageOptions) {
+  long[] keptFiles(String filter, List<String> literals) {
     NativeReader.load();
-    String listed =
-        new String(
-            NativeReader.datasetFiles(LooseleafFile.request(path, storageOptions)), StandardCharsets.UTF_8);
-    return List.of(listed.split("\n", -1));
+    return NativeReader.keptFiles(
+        listing,
+        filter.getBytes(java.nio.charset.StandardCharsets.UTF_8),
+        String.join("\n", literals).getBytes(java.nio.charset.StandardCharsets.UTF_8));
   }
 
   LooseleafFile open(String file) {
@@ -84,6 +136,9 @@ final class Dataset implements Serializable {
 
   Schema arrowSchema() {
     if (arrowSchema == null) {
+      if (schemaFile == null && files.isEmpty()) {
+        throw new LooseleafException("looseleaf: the dataset has no data file and no schema");
+      }
       try (LooseleafFile file = open(schemaFile != null ? schemaFile : files.get(0))) {
         arrowSchema = file.arrowSchema();
       }
@@ -91,7 +146,21 @@ final class Dataset implements Serializable {
     return arrowSchema;
   }
 
-  StructType sparkSchema() {
+  /** The files' columns (no partition columns). */
+  StructType fileSparkSchema() {
     return ArrowUtils.fromArrowSchema(arrowSchema());
+  }
+
+  /** The rows' schema: the files' columns, then the partition columns. */
+  StructType sparkSchema() {
+    StructType schema = fileSparkSchema();
+    for (StructField field : partitionSchema.fields()) {
+      schema = schema.add(field);
+    }
+    return schema;
+  }
+
+  boolean isPartitionColumn(String name) {
+    return partitionSchema.getFieldIndex(name).isDefined();
   }
 }

@@ -2,11 +2,15 @@ package io.looseleaf.spark;
 
 import java.util.List;
 import java.util.Map;
+import org.apache.spark.sql.catalyst.InternalRow;
 import org.apache.spark.sql.connector.read.InputPartition;
+import org.apache.spark.sql.types.StructType;
 
 /**
  * Rows {@code start..end} of one file, with the columns to read ({@code null}: all) and the page
- * predicates that rule pages out ({@code null}: none).
+ * predicates that rule pages out ({@code null}: none), and the file's partition values: those
+ * of the columns {@code partitionColumns} (indices into {@code partitionSchema}) are added to
+ * every batch as constants, after the file's columns.
  */
 final class FileRange implements InputPartition {
   final String file;
@@ -16,6 +20,9 @@ final class FileRange implements InputPartition {
   final long end;
   final int batchSize;
   final List<String> predicates;
+  final InternalRow partitionValues;
+  final int[] partitionColumns;
+  final StructType partitionSchema;
 
   FileRange(
       String file,
@@ -24,7 +31,10 @@ final class FileRange implements InputPartition {
       long start,
       long end,
       int batchSize,
-      List<String> predicates) {
+      List<String> predicates,
+      InternalRow partitionValues,
+      int[] partitionColumns,
+      StructType partitionSchema) {
     this.file = file;
     this.storageOptions = storageOptions;
     this.columns = columns;
@@ -32,5 +42,8 @@ final class FileRange implements InputPartition {
     this.end = end;
     this.batchSize = batchSize;
     this.predicates = predicates;
+    this.partitionValues = partitionValues;
+    this.partitionColumns = partitionColumns;
+    this.partitionSchema = partitionSchema;
   }
 }

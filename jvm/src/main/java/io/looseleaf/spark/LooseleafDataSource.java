@@ -55,6 +55,6 @@ public final class LooseleafDataSource implements TableProvider, DataSourceRegis
     // Spark infers the schema, then asks this provider for the table with the same options:
     // the files are listed once per load.
     Dataset known = properties.equals(inferredFor) ? inferred : null;
-    return new LooseleafTable(new CaseInsensitiveStringMap(properties), schema, known);
+    return new LooseleafTable(new CaseInsensitiveStringMap(properties), schema, known, partitioning);
   }
 }

@@ -15,7 +15,7 @@ import org.apache.spark.sql.connector.write.WriterCommitMessage;
 import org.apache.spark.sql.execution.arrow.ArrowWriter;
 
 /**
- * One task attempt's file: rows go into Arrow vectors (Spark's own {@code ArrowWriter}), each
+ * One task attempt's files (one, or one per partition directory: split by the core): rows go into Arrow vectors (Spark's own {@code ArrowWriter}), each
  * full batch crosses to the core as a piece of an Arrow IPC stream, and the core writes the file
  * in place, finished by {@link #commit} (Spark commits one attempt per partition) or deleted by
  * {@link #abort}. {@link #close} frees the vectors and, if neither ran, abandons the file.
@@ -24,8 +24,11 @@ final class LooseleafDataWriter implements DataWriter<InternalRow> {
   /** A batch is also handed over once its vectors hold this many bytes (wide or long rows). */
   private static final long BATCH_BYTES = 16L << 20;
 
-  /** What a task wrote: its file (null if none), rows and bytes. */
-  record TaskFile(String name, long rows, long bytes) implements WriterCommitMessage {}
+  /**
+   * What a task wrote: its files (paths below the directory; none if it had no rows), rows and
+   * bytes.
+   */
+  record TaskFiles(java.util.List<String> names, long rows, long bytes) implements WriterCommitMessage {}
 
   private final int batchSize;
   private final BufferAllocator allocator = new RootAllocator();
@@ -97,9 +100,17 @@ final class LooseleafDataWriter implements DataWriter<InternalRow> {
     send();
     long h = handle();
     handle = 0;
-    String[] outcome = new String(NativeWriter.finishWriter(h), StandardCharsets.UTF_8).split("\n", -1);
-    String name = outcome[0].isEmpty() ? null : outcome[0];
-    return new TaskFile(name, Long.parseLong(outcome[1]), Long.parseLong(outcome[2]));
+    String outcome = new String(NativeWriter.finishWriter(h), StandardCharsets.UTF_8);
+    java.util.List<String> names = new java.util.ArrayList<>();
+    long rowsWritten = 0;
+    long bytesWritten = 0;
+    for (String line : outcome.isEmpty() ? new String[0] : outcome.split("\n")) {
+      String[] fields = line.split("\t");
+      names.add(fields[0]);
+      rowsWritten += Long.parseLong(fields[1]);
+      bytesWritten += Long.parseLong(fields[2]);
+    }
+    return new TaskFiles(names, rowsWritten, bytesWritten);
   }
 
   @Override

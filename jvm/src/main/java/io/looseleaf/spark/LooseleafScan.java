@@ -25,16 +25,26 @@ final class LooseleafScan implements SupportsReportStatistics, Batch {
   private final StructType readSchema;
   /** Page predicates (see {@link PagePredicates}), null for none. */
   private final List<String> predicates;
+  /** Filters on partition columns (null for none), which rule out whole files. */
+  private final PartitionFilters partitionFilters;
+  /** The files planned (after partition pruning), for the plan's description and tests. */
+  private int filesPlanned = -1;
 
   private InputPartition[] planned;
   private long rows = -1;
   private long bytes;
 
-  LooseleafScan(Dataset dataset, List<String> columns, StructType readSchema, List<String> predicates) {
+  LooseleafScan(
+      Dataset dataset,
+      List<String> columns,
+      StructType readSchema,
+      List<String> predicates,
+      PartitionFilters partitionFilters) {
     this.dataset = dataset;
     this.columns = columns;
     this.readSchema = readSchema;
     this.predicates = predicates;
+    this.partitionFilters = partitionFilters;
   }
 
   @Override
@@ -45,7 +55,11 @@ final class LooseleafScan implements SupportsReportStatistics, Batch {
   @Override
   public String description() {
     String skipping = predicates == null ? "" : ", pages skipped by " + String.join(" and ", predicates).replace('\t', ' ');
-    return "looseleaf " + dataset.files.size() + " file(s), columns " + (columns == null ? "all" : columns) + skipping;
+    String pruning =
+        partitionFilters == null
+            ? ""
+            : ", files pruned by " + partitionFilters.describe() + (filesPlanned < 0 ? "" : ": " + filesPlanned + " read");
+    return "looseleaf " + dataset.files.size() + " file(s), columns " + (columns == null ? "all" : columns) + skipping + pruning;
   }
 
   @Override
@@ -71,7 +85,27 @@ final class LooseleafScan implements SupportsReportStatistics, Batch {
     List<InputPartition> partitions = new ArrayList<>();
     long totalRows = 0;
     long totalBytes = 0;
-    for (String path : dataset.files) {
+    long[] kept = null;
+    if (partitionFilters != null) {
+      kept = dataset.keptFiles(partitionFilters.json(), partitionFilters.literals);
+    }
+    // The partition columns read, by their index among the dataset's.
+    List<Integer> partitionIndices = new ArrayList<>();
+    for (org.apache.spark.sql.types.StructField field : readSchema.fields()) {
+      if (dataset.isPartitionColumn(field.name())) {
+        partitionIndices.add(dataset.partitionSchema.fieldIndex(field.name()));
+      }
+    }
+    int[] partitionColumns = partitionIndices.stream().mapToInt(Integer::intValue).toArray();
+    int files = 0;
+    for (int index = 0; index < dataset.files.size(); index++) {
+      if (kept != null && java.util.Arrays.binarySearch(kept, index) < 0) {
+        continue; // its partition values rule out every row
+      }
+      files++;
+      String path = dataset.files.get(index);
+      org.apache.spark.sql.catalyst.InternalRow partitionValues =
+          partitionColumns.length == 0 ? null : dataset.partitionValues.get(index);
       try (LooseleafFile file = dataset.open(path)) {
         long numRows = file.numRows();
         long projected = file.projectedBytes(columns);
@@ -84,13 +118,24 @@ final class LooseleafScan implements SupportsReportStatistics, Batch {
           long[] hull = hull(matching, numRows * i / ranges, numRows * (i + 1) / ranges);
           if (hull != null) {
             partitions.add(
-                new FileRange(path, dataset.storageOptions, columns, hull[0], hull[1], dataset.batchSize, predicates));
+                new FileRange(
+                    path,
+                    dataset.storageOptions,
+                    columns,
+                    hull[0],
+                    hull[1],
+                    dataset.batchSize,
+                    predicates,
+                    partitionValues,
+                    partitionColumns,
+                    dataset.partitionSchema));
           }
         }
       }
     }
     rows = totalRows;
     bytes = totalBytes;
+    filesPlanned = files;
     return partitions.toArray(new InputPartition[0]);
   }
 

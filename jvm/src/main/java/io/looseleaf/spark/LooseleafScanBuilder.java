@@ -29,6 +29,7 @@ final class LooseleafScanBuilder
 
   private MetadataAggregateScan answers;
   private List<String> pagePredicates = new ArrayList<>();
+  private final PartitionFilters partitionFilters = new PartitionFilters();
   private Predicate[] pushed = new Predicate[0];
 
   LooseleafScanBuilder(Dataset dataset) {
@@ -41,10 +42,17 @@ final class LooseleafScanBuilder
     StructType full = dataset.sparkSchema();
     List<String> paths = new ArrayList<>();
     List<StructField> fields = new ArrayList<>();
+    List<StructField> partitions = new ArrayList<>();
     for (StructField field : required.fields()) {
       StructField original = full.apply(field.name());
-      fields.add(prune(original, field.dataType(), original.name(), paths));
+      if (dataset.isPartitionColumn(field.name())) {
+        partitions.add(original);
+      } else {
+        fields.add(prune(original, field.dataType(), original.name(), paths));
+      }
     }
+    // The batches hold the files' columns, then the partition columns (as constants).
+    fields.addAll(partitions);
     columns = paths;
     readSchema = new StructType(fields.toArray(new StructField[0]));
   }
@@ -74,7 +82,11 @@ final class LooseleafScanBuilder
   public Predicate[] pushPredicates(Predicate[] predicates) {
     List<Predicate> used = new ArrayList<>();
     for (Predicate predicate : predicates) {
-      List<String> lines = PagePredicates.translate(predicate, dataset.sparkSchema());
+      if (partitionFilters.add(predicate, dataset.partitionSchema)) {
+        used.add(predicate);
+        continue;
+      }
+      List<String> lines = PagePredicates.translate(predicate, dataset.fileSparkSchema());
       if (!lines.isEmpty()) {
         pagePredicates.addAll(lines);
         used.add(predicate);
@@ -114,6 +126,11 @@ final class LooseleafScanBuilder
     if (aggregateScan != null) {
       return aggregateScan;
     }
-    return new LooseleafScan(dataset, columns, readSchema, pagePredicates.isEmpty() ? null : pagePredicates);
+    return new LooseleafScan(
+        dataset,
+        columns,
+        readSchema,
+        pagePredicates.isEmpty() ? null : pagePredicates,
+        partitionFilters.isEmpty() ? null : partitionFilters);
   }
 }

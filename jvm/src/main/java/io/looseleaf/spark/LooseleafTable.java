@@ -1,10 +1,13 @@
 package io.looseleaf.spark;
 
+import java.util.ArrayList;
 import java.util.EnumSet;
+import java.util.List;
 import java.util.Set;
 import org.apache.spark.sql.connector.catalog.SupportsRead;
 import org.apache.spark.sql.connector.catalog.SupportsWrite;
 import org.apache.spark.sql.connector.catalog.TableCapability;
+import org.apache.spark.sql.connector.expressions.Transform;
 import org.apache.spark.sql.connector.read.ScanBuilder;
 import org.apache.spark.sql.connector.write.LogicalWriteInfo;
 import org.apache.spark.sql.connector.write.WriteBuilder;
@@ -21,12 +24,38 @@ import org.apache.spark.sql.util.CaseInsensitiveStringMap;
 final class LooseleafTable implements SupportsRead, SupportsWrite {
   private final CaseInsensitiveStringMap options;
   private final StructType schema;
+  /** What a write's {@code partitionBy} gave (Spark checks a write's against the table's). */
+  private final Transform[] partitioning;
+
   private Dataset dataset;
 
-  LooseleafTable(CaseInsensitiveStringMap options, StructType schema, Dataset dataset) {
+  LooseleafTable(CaseInsensitiveStringMap options, StructType schema, Dataset dataset, Transform[] partitioning) {
     this.options = options;
     this.schema = schema;
     this.dataset = dataset;
+    this.partitioning = partitioning == null ? new Transform[0] : partitioning;
+  }
+
+  @Override
+  public Transform[] partitioning() {
+    return partitioning.clone();
+  }
+
+  /** The partition columns of a write ({@code partitionBy}: identity transforms only). */
+  private List<String> partitionColumns() {
+    List<String> columns = new ArrayList<>();
+    for (Transform transform : partitioning) {
+      if (!"identity".equals(transform.name()) || transform.references().length != 1) {
+        throw new LooseleafException(
+            options.get("path") + ": looseleaf partitions by columns (partitionBy), not by " + transform.describe());
+      }
+      String[] names = transform.references()[0].fieldNames();
+      if (names.length != 1) {
+        throw new LooseleafException(options.get("path") + ": a partition column must be a top-level column, not " + String.join(".", names));
+      }
+      columns.add(names[0]);
+    }
+    return columns;
   }
 
   private Dataset dataset() {
@@ -76,6 +105,6 @@ final class LooseleafTable implements SupportsRead, SupportsWrite {
 
   @Override
   public WriteBuilder newWriteBuilder(LogicalWriteInfo info) {
-    return new LooseleafWriteBuilder(info.options(), info.schema());
+    return new LooseleafWriteBuilder(info.options(), info.schema(), partitionColumns());
   }
 }

@@ -13,17 +13,20 @@ import org.apache.spark.sql.util.CaseInsensitiveStringMap;
 /**
  * Writes a DataFrame as a dataset directory, one file per task, made visible by one commit when
  * the job ends: {@code mode("append")} adds files, {@code mode("overwrite")} ({@link #truncate})
- * replaces them. The job's steps are the core's ({@code looseleaf::dataset::WriteJob}), the
+ * replaces them. With {@code partitionBy}, each task writes one file per {@code key=value/}
+ * directory its rows fall in (the core's task writer; the columns are left out of the files). The job's steps are the core's ({@code looseleaf::dataset::WriteJob}), the
  * same as the Python data source's, so either path reads what the other wrote.
  */
 final class LooseleafWriteBuilder implements WriteBuilder, SupportsTruncate {
   private final CaseInsensitiveStringMap options;
   private final StructType schema;
+  private final java.util.List<String> partitionBy;
   private boolean overwrite;
 
-  LooseleafWriteBuilder(CaseInsensitiveStringMap options, StructType schema) {
+  LooseleafWriteBuilder(CaseInsensitiveStringMap options, StructType schema, java.util.List<String> partitionBy) {
     this.options = options;
     this.schema = schema;
+    this.partitionBy = partitionBy;
   }
 
   @Override
@@ -34,7 +37,7 @@ final class LooseleafWriteBuilder implements WriteBuilder, SupportsTruncate {
 
   @Override
   public Write build() {
-    WriteJobSpec job = new WriteJobSpec(options, schema, overwrite);
+    WriteJobSpec job = new WriteJobSpec(options, schema, overwrite, partitionBy);
     return new Write() {
       @Override
       public String description() {
@@ -67,8 +70,10 @@ final class LooseleafWriteBuilder implements WriteBuilder, SupportsTruncate {
     public void commit(WriterCommitMessage[] messages) {
       StringBuilder files = new StringBuilder();
       for (WriterCommitMessage message : messages) {
-        if (message instanceof LooseleafDataWriter.TaskFile file && file.name() != null) {
-          files.append(files.length() > 0 ? "\n" : "").append(file.name());
+        if (message instanceof LooseleafDataWriter.TaskFiles written) {
+          for (String name : written.names()) {
+            files.append(files.length() > 0 ? "\n" : "").append(name);
+          }
         }
       }
       NativeWriter.commitWrite(

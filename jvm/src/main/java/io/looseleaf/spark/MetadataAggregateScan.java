@@ -54,7 +54,8 @@ final class MetadataAggregateScan implements Scan, Batch {
     if (aggregation.groupByExpressions().length != 0) {
       return null;
     }
-    StructType columns = dataset.sparkSchema();
+    // Partition columns are not in the files: their aggregates are left to Spark.
+    StructType columns = dataset.fileSparkSchema();
     AggregateFunc[] functions = aggregation.aggregateExpressions();
     StructType schema = new StructType();
     String[] bounded = new String[functions.length];

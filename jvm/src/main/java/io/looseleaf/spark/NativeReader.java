@@ -45,8 +45,19 @@ final class NativeReader {
 
   static native long open(byte[] request);
 
-  /** The data files of a path (a file, or a dataset directory), one per line. */
-  static native byte[] datasetFiles(byte[] request);
+  /**
+   * The dataset a path names ({@code looseleaf::dataset::Dataset}): an Arrow IPC stream of one
+   * batch, a {@code file} column then the partition columns, the schema file in the schema's
+   * metadata ({@code looseleaf.schema_file}).
+   */
+  static native byte[] dataset(byte[] request);
+
+  /**
+   * The indices of the files of a {@link #dataset} stream that a filter (the core's JSON form,
+   * its literals one per line: {@code i:<integer>} or {@code s:<UTF-8 in hex>}) does not rule out
+   * by their partition values.
+   */
+  static native long[] keptFiles(byte[] dataset, byte[] filter, byte[] literals);
 
   static native void close(long reader);
 

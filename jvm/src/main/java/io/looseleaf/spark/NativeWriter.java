@@ -10,19 +10,20 @@ final class NativeWriter {
   private NativeWriter() {}
 
   /**
-   * Begins a job: {@code request} is directory, mode, pageSize, compression, then storage
-   * options; {@code schema} an Arrow IPC schema message. Returns the job id (UTF-8).
+   * Begins a job: {@code request} is directory, mode, pageSize, compression, partition columns
+   * (tab-separated), then storage options; {@code schema} an Arrow IPC schema message. Returns
+   * the job id (UTF-8).
    */
   static native byte[] beginWrite(byte[] request, byte[] schema);
 
-  /** Commits a job (directory, mode, id, storage options) with its tasks' file names. */
+  /** Commits a job (directory, mode, id, partition columns, storage options) with its tasks' files. */
   static native void commitWrite(byte[] request, byte[] files, byte[] schema);
 
   static native void abortWrite(byte[] request);
 
   /**
-   * Opens one task attempt's file: directory, mode, id, partition, attempt, pageSize,
-   * compression, then storage options.
+   * Opens one task attempt's files: directory, mode, id, partition columns, partition, attempt,
+   * pageSize, compression, then storage options.
    */
   static native long openWriter(byte[] request);
 
@@ -30,11 +31,12 @@ final class NativeWriter {
   static native void write(long writer, byte[] stream);
 
   /**
-   * Finishes the file and destroys the handle: {@code name}, {@code rows}, {@code bytes} lines,
-   * the name empty when the task wrote nothing or its job ended without it.
+   * Finishes the files and destroys the handle: one {@code name<TAB>rows<TAB>bytes} line per file
+   * to commit (a path below the directory), none when the task wrote nothing or its job ended
+   * without it.
    */
   static native byte[] finishWriter(long writer);
 
-  /** Deletes the file and destroys the handle. */
+  /** Deletes the files and destroys the handle. */
   static native void abortWriter(long writer);
 }

@@ -35,12 +35,16 @@ final class WriteJobSpec implements Serializable {
   final boolean overwrite;
   final StructType schema;
   final int batchSize;
+  /** The partition columns ({@code partitionBy}), empty for none. */
+  final List<String> partitionBy;
+
   private final String pageSize;
   private final String compression;
   private final Map<String, String> storageOptions;
   private String id;
 
-  WriteJobSpec(CaseInsensitiveStringMap options, StructType schema, boolean overwrite) {
+  WriteJobSpec(CaseInsensitiveStringMap options, StructType schema, boolean overwrite, List<String> partitionBy) {
+    this.partitionBy = new ArrayList<>(partitionBy);
     this.directory = options.get("path");
     if (directory == null) {
       throw new IllegalArgumentException("looseleaf: no path (df.write.format(\"looseleaf\").save(path))");
@@ -82,7 +86,7 @@ final class WriteJobSpec implements Serializable {
   /** Begins the job on the driver (checks the options and an append's schema). */
   void begin() {
     NativeReader.load();
-    List<String> lines = new ArrayList<>(List.of(directory, mode(), pageSize, compression));
+    List<String> lines = new ArrayList<>(List.of(directory, mode(), pageSize, compression, partitionLine()));
     id = new String(NativeWriter.beginWrite(request(lines), schemaMessage()), StandardCharsets.UTF_8);
   }
 
@@ -95,7 +99,7 @@ final class WriteJobSpec implements Serializable {
 
   /** The request naming the job (commit, abort). */
   byte[] jobRequest() {
-    return request(new ArrayList<>(List.of(directory, mode(), id())));
+    return request(new ArrayList<>(List.of(directory, mode(), id(), partitionLine())));
   }
 
   /** The request opening one task attempt's file. */
@@ -106,10 +110,16 @@ final class WriteJobSpec implements Serializable {
                 directory,
                 mode(),
                 id(),
+                partitionLine(),
                 Integer.toString(partition),
                 Long.toString(attempt),
                 pageSize,
                 compression)));
+  }
+
+  /** The partition columns as one request line (tab-separated). */
+  private String partitionLine() {
+    return String.join("\t", partitionBy);
   }
 
   private String mode() {
