@@ -467,9 +467,9 @@ impl ReadBuilder {
         let location = self.file.location().to_string();
         // A plan is not a part of the read: a filtered read planning its stage 3 records only
         // what it reads.
-        let self = self.with_trace_option(None);
-        let StartedRead { jobs, context, stream, .. } = self.start().await.map_err(|e| e.with_location(&location))?;
-        let planner = Arc::new(PlanningIo::new(self.io_options().coalesce));
+        let read = self.with_trace_option(None);
+        let StartedRead { jobs, context, stream, .. } = read.start().await.map_err(|e| e.with_location(&location))?;
+        let planner = Arc::new(PlanningIo::new(read.io_options().coalesce));
         let io: Arc<dyn EncodingsIo> = planner.clone();
         // The decoders stay alive while the loop runs: jobs stop scheduling once theirs is gone.
         run_scheduling_loop(jobs, &io, &context)?;
