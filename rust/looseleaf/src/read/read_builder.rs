@@ -383,7 +383,9 @@ impl ReadBuilder {
         });
         let batch = if self.filter.is_some() {
             let location = self.file.location().to_string();
-            Box::pin(super::filtered_read::filtered_take(self, indices)).await.map_err(|e| e.with_location(&location))?
+            Box::pin(super::filtered_read::filtered_take(self, indices))
+                .await
+                .map_err(|e| e.with_location(&location))?
         } else {
             self.take_unfiltered(indices).await?
         };

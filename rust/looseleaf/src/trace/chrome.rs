@@ -33,7 +33,9 @@ fn span_args(kind: SpanKind) -> Value {
         SpanKind::SchedulingLoop | SpanKind::WaitForRoom => json!({}),
         SpanKind::SchedulePage { priority } => json!({ "priority": priority.0 }),
         SpanKind::Indirect { column, priority } => json!({ "column": column, "priority": priority.0 }),
-        SpanKind::WaitForPages { step, rows } | SpanKind::Decode { step, rows } => json!({ "step": step, "rows": rows }),
+        SpanKind::WaitForPages { step, rows } | SpanKind::Decode { step, rows } => {
+            json!({ "step": step, "rows": rows })
+        }
         SpanKind::Batch { index, rows, bytes } => json!({ "batch": index, "rows": rows, "bytes": bytes }),
     }
 }
@@ -47,19 +49,17 @@ pub(super) fn to_chrome_json(trace: &TraceSnapshot) -> String {
     };
     events.push(json!({ "ph": "M", "pid": PID, "tid": 0, "name": "process_name", "args": { "name": process } }));
     // Thread names, once per (lane, thread) used.
-    let mut named: Vec<(Lane, u32)> = trace
-        .spans
-        .iter()
-        .filter(|s| s.kind.lane() != Lane::Indirect)
-        .map(|s| (s.kind.lane(), s.thread))
-        .collect();
+    let mut named: Vec<(Lane, u32)> =
+        trace.spans.iter().filter(|s| s.kind.lane() != Lane::Indirect).map(|s| (s.kind.lane(), s.thread)).collect();
     named.sort_unstable();
     named.dedup();
     for (lane, thread) in named {
         let tid = tid(lane, thread);
         let name = format!("{} (thread {thread})", lane.name());
         events.push(json!({ "ph": "M", "pid": PID, "tid": tid, "name": "thread_name", "args": { "name": name } }));
-        events.push(json!({ "ph": "M", "pid": PID, "tid": tid, "name": "thread_sort_index", "args": { "sort_index": tid } }));
+        events.push(
+            json!({ "ph": "M", "pid": PID, "tid": tid, "name": "thread_sort_index", "args": { "sort_index": tid } }),
+        );
     }
     let mut next_id: u64 = 1;
     for span in &trace.spans {
@@ -70,7 +70,9 @@ pub(super) fn to_chrome_json(trace: &TraceSnapshot) -> String {
             next_id += 1;
             let tid = tid(Lane::Indirect, span.thread);
             events.push(json!({ "ph": "b", "cat": "indirect", "name": name, "id": id, "pid": PID, "tid": tid, "ts": span.start, "args": args }));
-            events.push(json!({ "ph": "e", "cat": "indirect", "name": name, "id": id, "pid": PID, "tid": tid, "ts": span.end }));
+            events.push(
+                json!({ "ph": "e", "cat": "indirect", "name": name, "id": id, "pid": PID, "tid": tid, "ts": span.end }),
+            );
             continue;
         }
         events.push(json!({
@@ -102,10 +104,14 @@ pub(super) fn to_chrome_json(trace: &TraceSnapshot) -> String {
         });
         let issued = read.issued.unwrap_or(read.queued);
         events.push(json!({ "ph": "b", "cat": "io.queue", "name": "queued", "id": id, "pid": PID, "tid": 0, "ts": read.queued, "args": args }));
-        events.push(json!({ "ph": "e", "cat": "io.queue", "name": "queued", "id": id, "pid": PID, "tid": 0, "ts": issued }));
+        events.push(
+            json!({ "ph": "e", "cat": "io.queue", "name": "queued", "id": id, "pid": PID, "tid": 0, "ts": issued }),
+        );
         let Some(completed) = read.completed.filter(|_| read.issued.is_some()) else { continue };
         let name = format!("read c{} {} B", read.column, read.num_bytes());
-        events.push(json!({ "ph": "b", "cat": "io", "name": name, "id": id, "pid": PID, "tid": 0, "ts": issued, "args": args }));
+        events.push(
+            json!({ "ph": "b", "cat": "io", "name": name, "id": id, "pid": PID, "tid": 0, "ts": issued, "args": args }),
+        );
         events.push(json!({ "ph": "e", "cat": "io", "name": name, "id": id, "pid": PID, "tid": 0, "ts": completed }));
     }
     let budget = trace.info.io_buffer_bytes;
@@ -114,7 +120,9 @@ pub(super) fn to_chrome_json(trace: &TraceSnapshot) -> String {
         if let (Some(budget), Some(map)) = (budget, buffer.as_object_mut()) {
             map.insert("budget".into(), budget.into());
         }
-        events.push(json!({ "ph": "C", "pid": PID, "tid": 0, "name": "I/O buffer (bytes)", "ts": sample.at, "args": buffer }));
+        events.push(
+            json!({ "ph": "C", "pid": PID, "tid": 0, "name": "I/O buffer (bytes)", "ts": sample.at, "args": buffer }),
+        );
         events.push(json!({ "ph": "C", "pid": PID, "tid": 0, "name": "reads in flight", "ts": sample.at, "args": { "reads": sample.reads_in_flight } }));
     }
     let info = json!({

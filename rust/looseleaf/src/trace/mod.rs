@@ -387,7 +387,13 @@ impl Trace {
 
     /// Records a request queued with these storage reads; returns its number, for
     /// [`read_issued`](Self::read_issued) and [`read_completed`](Self::read_completed).
-    pub(crate) fn request_queued(&self, column: u32, priority: Priority, kind: RequestKind, reads: &[Range<u64>]) -> u64 {
+    pub(crate) fn request_queued(
+        &self,
+        column: u32,
+        priority: Priority,
+        kind: RequestKind,
+        reads: &[Range<u64>],
+    ) -> u64 {
         let request = self.inner.next_request.fetch_add(1, Ordering::Relaxed);
         let at = self.now();
         let event = Event::Queued { request, at, column, priority, kind, reads: reads.to_vec() };
