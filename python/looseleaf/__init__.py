@@ -8,6 +8,8 @@ engine without copies, through the Arrow PyCapsule interface.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING, Any
+
 from ._looseleaf import (
     DEFAULT_BATCH_SIZE,
     DEFAULT_PAGE_SIZE,
@@ -43,6 +45,7 @@ __all__ = [
     "PermissionDeniedError",
     "ReadOptions",
     "SchemaMismatchError",
+    "Trace",
     "UnsupportedError",
     "__version__",
     "get_io_budget",
@@ -50,3 +53,18 @@ __all__ = [
     "set_io_budget",
     "write_table",
 ]
+
+
+if TYPE_CHECKING:
+    from .trace import Trace
+
+
+def __getattr__(name: str) -> Any:
+    # `Trace` lives in `looseleaf.trace`, imported on first use: so `python -m looseleaf.trace`
+    # runs the module once (runpy warns about a module the package imported already), and
+    # `import looseleaf` stays as quick as it was.
+    if name == "Trace":
+        from .trace import Trace
+
+        return Trace
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
