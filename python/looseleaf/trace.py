@@ -27,13 +27,18 @@ __all__ = ["Trace", "main"]
 
 PathLike = str | os.PathLike[str]
 
-# Colours of the picture (matplotlib's tab10, by role).
-_SCHEDULING = "#1f77b4"
+# Colours of the picture: dark tones for the loops, light ones (below) for the columns read.
+_SCHEDULING = "#393b79"
 _WAITING = "#c7c7c7"
-_DECODE = "#2ca02c"
-_CONSUMER = "#9467bd"
+_DECODE = "#637939"
+_CONSUMER = "#7b4173"
 _BYPASS = "#d62728"
-_BUDGET = "#ff7f0e"
+_BUDGET = "#e6550d"
+_INDIRECT = "#8c6d31"
+_COLUMNS = [
+    "#6baed6", "#fd8d3c", "#74c476", "#9e9ac8", "#fdae6b", "#a1d99b", "#9ecae1", "#fdd0a2",
+    "#c7e9c0", "#bcbddc", "#e7969c", "#dadaeb", "#c6dbef", "#d9d9d9", "#e7ba52", "#cedb9c",
+]  # fmt: skip
 
 
 class Trace(_looseleaf.Trace):
@@ -239,7 +244,7 @@ def _draw(
     # Scheduling: the loop's run (light), the pages it schedules (dark), its waits for room.
     rows = []
     for thread, items in by_thread("scheduling").items():
-        bars = [bar(s, "#aec7e8") for s in items if s["name"] == "scheduling loop"]
+        bars = [bar(s, "#9c9ede") for s in items if s["name"] == "scheduling loop"]
         bars += [bar(s, _WAITING) for s in items if s["name"] == "wait for room"]
         bars += [bar(s, _SCHEDULING) for s in items if s["name"] == "schedule page"]
         rows.append((f"scheduling (t{thread})", bars))
@@ -250,16 +255,12 @@ def _draw(
     packed = _pack([(s["start_us"], s["end_us"]) for s in indirect])
     rows = [(f"indirect {i}", []) for i in range(max(packed, default=-1) + 1)]
     for s, row in zip(indirect, packed, strict=True):
-        rows[row][1].append(bar(s, "#17becf"))
+        rows[row][1].append(bar(s, _INDIRECT))
     group("indirect I/O", rows)
 
     # Storage reads in flight, one row per concurrent read, coloured by column.
     columns = sorted({r["column"] for r in reads})
-    palette = [
-        "#1f77b4", "#ff7f0e", "#2ca02c", "#9467bd", "#8c564b", "#e377c2", "#7f7f7f", "#bcbd22", "#17becf",
-        "#aec7e8", "#ffbb78", "#98df8a", "#c5b0d5", "#c49c94", "#f7b6d2", "#dbdb8d", "#9edae5",
-    ]  # fmt: skip
-    colour_of = {c: palette[i % len(palette)] for i, c in enumerate(columns)}
+    colour_of = {c: _COLUMNS[i % len(_COLUMNS)] for i, c in enumerate(columns)}
     issued = sorted(
         (r for r in reads if r["issued_us"] is not None and r["completed_us"] is not None),
         key=lambda r: r["issued_us"],
@@ -322,6 +323,8 @@ def _draw(
         Patch(color=_DECODE, label="decode task"),
         Patch(color=_CONSUMER, label="batch asked for → handed out"),
     ]
+    if indirect:
+        legend.append(Patch(color=_INDIRECT, label="indirect step (offsets → data)"))
     ax.legend(handles=legend, loc="upper left", bbox_to_anchor=(1.09, 1.0), fontsize=8, frameon=False)
 
     # The budget: bytes reserved over time (a step line) against the buffer.
