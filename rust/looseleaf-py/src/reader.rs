@@ -159,9 +159,9 @@ impl PyFileReader {
         };
         let mut read = self.file.read().with_options(read_options(options.as_ref())?);
         if let Some(trace) = trace {
-            let trace = trace.cast::<crate::trace::PyTrace>().map_err(|_| {
-                invalid_argument(format!("trace must be a looseleaf.Trace, got {}", describe(&trace)))
-            })?;
+            let trace = trace
+                .cast::<crate::trace::PyTrace>()
+                .map_err(|_| invalid_argument(format!("trace must be a looseleaf.Trace, got {}", describe(&trace))))?;
             read = read.with_trace(trace.get().trace.clone());
         }
         if let Some(columns) = names("columns", columns)? {
