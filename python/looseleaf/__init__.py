@@ -10,6 +10,8 @@ Hive-style ``key=value`` partitions) are read with :func:`dataset` and written w
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING, Any
+
 from ._looseleaf import (
     DEFAULT_BATCH_SIZE,
     DEFAULT_PAGE_SIZE,
@@ -47,6 +49,7 @@ __all__ = [
     "PermissionDeniedError",
     "ReadOptions",
     "SchemaMismatchError",
+    "Trace",
     "UnsupportedError",
     "__version__",
     "dataset",
@@ -56,3 +59,18 @@ __all__ = [
     "write_dataset",
     "write_table",
 ]
+
+
+if TYPE_CHECKING:
+    from .trace import Trace
+
+
+def __getattr__(name: str) -> Any:
+    # `Trace` lives in `looseleaf.trace`, imported on first use: so `python -m looseleaf.trace`
+    # runs the module once (runpy warns about a module the package imported already), and
+    # `import looseleaf` stays as quick as it was.
+    if name == "Trace":
+        from .trace import Trace
+
+        return Trace
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

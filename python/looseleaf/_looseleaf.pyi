@@ -89,6 +89,17 @@ class IoBudget:
     def active_reads(self) -> int: ...
     def stats(self) -> dict[str, int]: ...
 
+class Trace:
+    """A recorder of a read's I/O requests, scheduling, decode tasks and batches (``trace=``
+    of any read method). ``looseleaf.Trace`` subclasses it and adds the pictures."""
+
+    def __init__(self) -> None: ...
+    def chrome_json(self) -> str:
+        """Everything recorded so far, in Chrome's Trace Event Format (a JSON string)."""
+    def snapshot(self) -> dict[str, Any]:
+        """``{"reads": [...], "spans": [...], "budget": [...], "info": {...}}``, times in µs
+        since the trace was created."""
+
 def set_io_budget(budget: IoBudget | None) -> None:
     """Makes ``budget`` the budget of every read started from now on without one."""
 

@@ -28,6 +28,7 @@ from .filters import to_native
 
 if TYPE_CHECKING:
     from .filters import Filter
+    from .trace import Trace
 
 PathLike = str | os.PathLike[str]
 
@@ -67,6 +68,12 @@ class ReadOptions(TypedDict, total=False):
       stored (default ``True``; files written before format 2.0 have none). A mismatch raises
       :class:`CorruptFileError` naming the column and page. ``False`` saves about 50 ms per GB
       read, at the price of damaged data going unnoticed.
+    - ``trace``: a :class:`~looseleaf.Trace` to record the read in (read methods only, not
+      :func:`open`): every I/O request (queued, issued, completed; whether it went past the
+      budget), the scheduling loop, each decode task, each batch handed out and the I/O buffer
+      over time, for ``trace.to_png(path)`` or ``trace.to_chrome_json(path)`` (Perfetto). A
+      filtered read records all its stages. Without it, a read records nothing and pays
+      nothing measurable.
     """
 
     batch_size: int
@@ -78,6 +85,7 @@ class ReadOptions(TypedDict, total=False):
     dictionary_columns: Sequence[str]
     decode_parallelism: int
     verify_checksums: bool
+    trace: Trace
 
 
 def open(

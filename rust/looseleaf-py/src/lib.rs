@@ -9,6 +9,7 @@ mod reader;
 mod runtime;
 mod spark;
 mod storage;
+mod trace;
 mod writer;
 
 use pyo3::prelude::*;
@@ -46,6 +47,7 @@ fn _looseleaf(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<dataset::PyDataset>()?;
     m.add_function(wrap_pyfunction!(dataset::write_dataset, m)?)?;
     m.add_class::<budget::PyIoBudget>()?;
+    m.add_class::<trace::PyTrace>()?;
     m.add_function(wrap_pyfunction!(budget::set_io_budget, m)?)?;
     m.add_function(wrap_pyfunction!(budget::get_io_budget, m)?)?;
     m.add_function(wrap_pyfunction!(options::check_read_options, m)?)?;

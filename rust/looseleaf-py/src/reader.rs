@@ -145,18 +145,26 @@ impl PyFileReader {
         rows: Rows,
         options: Option<&Bound<'_, PyDict>>,
     ) -> PyResult<ReadBuilder> {
-        // The filter travels with the options (every read method takes it) but is not one.
-        let options = match options {
+        // The filter and the trace travel with the options (every read method takes them) but
+        // are not options.
+        let (options, filter, trace) = match options {
             Some(options) => {
                 let options = options.copy()?;
                 let filter = options.get_item("filter")?;
                 options.del_item("filter").ok();
-                (Some(options), filter.filter(|f| !f.is_none()))
+                let trace = options.get_item("trace")?;
+                options.del_item("trace").ok();
+                (Some(options), filter.filter(|f| !f.is_none()), trace.filter(|t| !t.is_none()))
             }
-            None => (None, None),
+            None => (None, None, None),
         };
-        let (options, filter) = options;
         let mut read = self.file.read().with_options(read_options(options.as_ref())?);
+        if let Some(trace) = trace {
+            let trace = trace
+                .cast::<crate::trace::PyTrace>()
+                .map_err(|_| invalid_argument(format!("trace must be a looseleaf.Trace, got {}", describe(&trace))))?;
+            read = read.with_trace(trace.get().trace.clone());
+        }
         if let Some(columns) = names("columns", columns)? {
             read = read.with_columns(columns);
         }

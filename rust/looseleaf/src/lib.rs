@@ -76,6 +76,7 @@ mod options;
 pub mod read;
 pub mod spark_form;
 pub mod storage;
+pub mod trace;
 mod writer;
 
 pub use encodings::statistics::StatValue;
@@ -90,4 +91,5 @@ pub use read::{
     RecordBatchStream, RowSelection,
 };
 pub use storage::{Location, StorageOptions};
+pub use trace::Trace;
 pub use writer::{DEFAULT_PAGE_SIZE, FileWriter, FinishedFile, WriterOptions};

@@ -41,6 +41,12 @@
 //! release in one read wakes the others). Locks are taken in one order: a scheduler's state,
 //! then the budget's; other schedulers are woken only once both are released ([`unlock`]).
 //!
+//! # Tracing
+//! A scheduler given a [`Trace`] records each request queued, each read issued (and whether it
+//! went past the budget) and completed, each indirect step, and the reserved bytes and reads in
+//! flight after every dispatch (under the state lock, so the samples follow the bookkeeping;
+//! the trace's lock is a leaf). Without one, each hook is one `Option` check.
+//!
 //! # Cancel safety
 //! Dropping a request's future releases its reservation; its reads still queued are discarded
 //! when they reach the head of the queue, and reads in flight are released when they complete.
@@ -66,6 +72,7 @@ use super::{
 };
 use crate::error::{Error, Result};
 use crate::options::ByteCount;
+use crate::trace::{SpanKind, Trace};
 
 /// Settings of an [`IoScheduler`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -189,6 +196,8 @@ struct Inner {
     /// ([`EncodingsIo::wait_for_room`]).
     room: Condvar,
     counters: Counters,
+    /// Where the read's I/O is recorded, if it is traced.
+    trace: Option<Trace>,
 }
 
 struct State {
@@ -259,6 +268,8 @@ impl Ord for QueuedRead {
 /// A request whose reads are queued or in flight.
 struct PendingRequest {
     priority: Priority,
+    /// The request's number in the read's trace (0 when not traced).
+    trace_id: u64,
     /// Where the request's reservation goes once it completes (see the module documentation).
     holder: Option<ReservationHolder>,
     ranges: Vec<Range<u64>>,
@@ -319,6 +330,9 @@ impl ReservationHolder {
             let mut state = inner.lock_state();
             state.reserved_bytes = state.reserved_bytes.saturating_add(bytes);
             inner.counters.peak_reserved_bytes.fetch_max(state.reserved_bytes, Ordering::Relaxed);
+            if let Some(trace) = &inner.trace {
+                trace.budget(state.reserved_bytes, state.in_flight as u64);
+            }
         }
         if let Some(budget) = &first.budget {
             budget.grow(bytes);
@@ -404,7 +418,7 @@ impl IoScheduler {
 
     /// A scheduler reading from `reader` whose reads run on `runtime`.
     pub fn with_runtime(reader: Arc<dyn RangeReader>, options: IoOptions, runtime: tokio::runtime::Handle) -> Self {
-        Self::build(reader, options, None, runtime)
+        Self::build(reader, options, None, None, runtime)
     }
 
     /// A scheduler reading from `reader` that also counts its reads and bytes in `budget`,
@@ -413,13 +427,28 @@ impl IoScheduler {
     /// # Panics
     /// If called outside a tokio runtime.
     pub fn with_budget(reader: Arc<dyn RangeReader>, options: IoOptions, budget: Option<IoBudget>) -> Self {
-        Self::build(reader, options, budget, tokio::runtime::Handle::current())
+        Self::build(reader, options, budget, None, tokio::runtime::Handle::current())
+    }
+
+    /// [`with_budget`](Self::with_budget), recording its requests, reads and buffer in `trace`
+    /// (see the module documentation).
+    ///
+    /// # Panics
+    /// If called outside a tokio runtime.
+    pub(crate) fn with_trace(
+        reader: Arc<dyn RangeReader>,
+        options: IoOptions,
+        budget: Option<IoBudget>,
+        trace: Option<Trace>,
+    ) -> Self {
+        Self::build(reader, options, budget, trace, tokio::runtime::Handle::current())
     }
 
     fn build(
         reader: Arc<dyn RangeReader>,
         options: IoOptions,
         budget: Option<IoBudget>,
+        trace: Option<Trace>,
         runtime: tokio::runtime::Handle,
     ) -> Self {
         Self {
@@ -433,6 +462,7 @@ impl IoScheduler {
                 state: Mutex::new(State::new(options.depth)),
                 room: Condvar::new(),
                 counters: Counters::default(),
+                trace,
             }),
         }
     }
@@ -494,9 +524,14 @@ impl EncodingsIo for IoScheduler {
             let empty = vec![Bytes::new(); request.ranges.len()];
             return Box::pin(futures::future::ready(Ok(empty)));
         }
+        let trace_id = match &inner.trace {
+            Some(trace) => trace.request_queued(request.column, request.priority, request.kind, &reads),
+            None => 0,
+        };
         let (sender, receiver) = oneshot::channel();
         let pending = Arc::new(PendingRequest {
             priority: request.priority,
+            trace_id,
             holder: request.holder,
             ranges: request.ranges,
             progress: Mutex::new(Progress {
@@ -544,8 +579,20 @@ impl EncodingsIo for IoScheduler {
         }))
     }
 
-    fn spawn_indirect(&self, _hint: IndirectHint, step: BoxFuture<'static, ()>) {
-        self.inner.runtime.spawn(step);
+    fn spawn_indirect(&self, hint: IndirectHint, step: BoxFuture<'static, ()>) {
+        match &self.inner.trace {
+            None => {
+                self.inner.runtime.spawn(step);
+            }
+            Some(trace) => {
+                let trace = trace.clone();
+                self.inner.runtime.spawn(async move {
+                    let start = trace.now();
+                    step.await;
+                    trace.span(SpanKind::Indirect { column: hint.column, priority: hint.priority }, start);
+                });
+            }
+        }
     }
 
     fn wait_for_room(&self, starving: &dyn Fn() -> bool) {
@@ -645,6 +692,9 @@ impl Inner {
         if state.loop_waiting && state.queue.len() < queued {
             self.room.notify_all();
         }
+        if let Some(trace) = &self.trace {
+            trace.budget(state.reserved_bytes, state.in_flight as u64);
+        }
     }
 
     fn dispatch_queue_locked(self: &Arc<Self>, state: &mut State) {
@@ -734,6 +784,9 @@ impl Inner {
         progress.reserved_bytes += len;
         progress.reserved_reads += 1;
         drop(progress);
+        if let Some(trace) = &self.trace {
+            trace.read_issued(request.trace_id, index, !fits, !fits && urgent && !most_urgent);
+        }
         state.in_flight += 1;
         state.reserved_bytes += len;
         *state.reserved_priorities.entry(request.priority).or_default() += 1;
@@ -749,6 +802,9 @@ impl Inner {
     }
 
     fn complete(self: &Arc<Self>, request: Arc<PendingRequest>, index: usize, result: Result<Bytes>) {
+        if let Some(trace) = &self.trace {
+            trace.read_completed(request.trace_id, index, result.is_ok());
+        }
         let read_bytes = result.as_ref().map_or(0, |bytes| bytes.len() as u64);
         self.counters.bytes_read.fetch_add(read_bytes, Ordering::Relaxed);
         let mut to_release = None;

@@ -11,6 +11,8 @@
 //!   [`BatchPlan`]); the steps of one output batch are put back together, so batches keep the
 //!   size asked for whatever the steps.
 //! - Batch size is unrelated to page size: a page is decoded in as many pieces as steps need.
+//! - With a [`Trace`] ([`DecodeBatchStream::with_trace`]), each wait for a step's pages and each
+//!   decode task is recorded; without one, no clock is read for it.
 
 use std::num::NonZeroUsize;
 use std::sync::Arc;
@@ -27,6 +29,7 @@ use super::field_decoder::{DecodeTask, FieldDecoder};
 use super::metrics::ReadMetrics;
 use crate::encodings::logical::dictionary::concat_dictionaries;
 use crate::error::{Error, Result};
+use crate::trace::{SpanKind, Trace};
 
 /// The decode loop: waits for the rows of each step, then hands out the task that decodes it.
 ///
@@ -38,6 +41,10 @@ pub struct DecodeBatchStream {
     plan: BatchPlan,
     failed: bool,
     metrics: Arc<ReadMetrics>,
+    /// Where waits and decode tasks are recorded, if the read is traced.
+    trace: Option<Trace>,
+    /// Steps handed out so far.
+    steps: u64,
 }
 
 impl DecodeBatchStream {
@@ -49,7 +56,12 @@ impl DecodeBatchStream {
         plan: BatchPlan,
         metrics: Arc<ReadMetrics>,
     ) -> Self {
-        Self { schema, fields, plan, failed: false, metrics }
+        Self { schema, fields, plan, failed: false, metrics, trace: None, steps: 0 }
+    }
+
+    /// Records each wait for a step's pages and each decode task in `trace`, if given.
+    pub fn with_trace(self, trace: Option<Trace>) -> Self {
+        Self { trace, ..self }
     }
 
     /// A stream of `num_rows` rows in batches of `batch_size` rows (the last may be shorter),
@@ -74,9 +86,15 @@ impl DecodeBatchStream {
         // All fields wait together, so that every page the step needs leaves the I/O budget
         // as soon as it is loaded (see `IoScheduler`: this is what makes the bypass sufficient).
         let started = Instant::now();
+        let traced = self.trace.as_ref().map(|trace| (trace, trace.now()));
+        let number = self.steps;
+        self.steps += 1;
         let waits = self.fields.iter_mut().map(|f| f.next_batch(step.rows));
         let result = futures::future::try_join_all(waits).await;
         self.metrics.add_waiting(started.elapsed());
+        if let Some((trace, start)) = traced {
+            trace.span(SpanKind::WaitForPages { step: number, rows: step.rows }, start);
+        }
         match result {
             Ok(tasks) => Some(Ok(BatchDecodeTask {
                 schema: self.schema.clone(),
@@ -84,6 +102,7 @@ impl DecodeBatchStream {
                 ends_batch: step.ends_batch,
                 tasks,
                 metrics: self.metrics.clone(),
+                trace: self.trace.clone().map(|trace| (trace, number)),
             })),
             Err(e) => {
                 self.failed = true;
@@ -209,15 +228,25 @@ pub struct BatchDecodeTask {
     ends_batch: bool,
     tasks: Vec<DecodeTask>,
     metrics: Arc<ReadMetrics>,
+    /// The read's trace and the step's number, if the read is traced.
+    trace: Option<(Trace, u64)>,
 }
 
 impl BatchDecodeTask {
     /// Runs the field tasks and assembles the step's batch.
     pub fn run(self) -> Result<RecordBatch> {
         let started = Instant::now();
+        let traced = self.trace.map(|(trace, step)| {
+            let start = trace.now();
+            (trace, step, start)
+        });
         let columns = self.tasks.into_iter().map(|task| task()).collect::<Result<Vec<_>>>();
         self.metrics.add_decoding(started.elapsed());
         let options = RecordBatchOptions::new().with_row_count(Some(self.num_rows as usize));
-        Ok(RecordBatch::try_new_with_options(Arc::clone(&self.schema), columns?, &options)?)
+        let batch = RecordBatch::try_new_with_options(Arc::clone(&self.schema), columns?, &options);
+        if let Some((trace, step, start)) = traced {
+            trace.span(SpanKind::Decode { step, rows: self.num_rows }, start);
+        }
+        Ok(batch?)
     }
 }

@@ -187,7 +187,11 @@ async fn setup(builder: &ReadBuilder) -> Result<Setup> {
     let chunk_rows = (target / row_bytes).clamp(8192, MAX_CHUNK_ROWS);
     let options = builder.resolved_options();
     let batch_size = options.batch_size.unwrap_or(DEFAULT_BATCH_SIZE).get();
-    let base = ReadBuilder::new(file.clone()).with_options(builder.resolved_options());
+    // Sub-reads record into the read's trace (their batches are the read's, not the caller's:
+    // see `ReadBuilder::stream`).
+    let base = ReadBuilder::new(file.clone())
+        .with_options(builder.resolved_options())
+        .with_trace_option(builder.trace().cloned());
     let base = match builder.explicit_io_options() {
         Some(io) => base.with_io_options(io),
         None => base,
@@ -238,7 +242,14 @@ pub(crate) async fn filtered_stream(builder: ReadBuilder) -> Result<RecordBatchS
     .map(move |batch| batch.map_err(|e| e.with_location(&location)))
     .boxed();
     drop(sender);
-    Ok(RecordBatchStream { schema, batches, io, metrics: Arc::new(ReadMetrics::default()), filter: Some(stats) })
+    Ok(RecordBatchStream {
+        schema,
+        batches,
+        io,
+        metrics: Arc::new(ReadMetrics::default()),
+        filter: Some(stats),
+        consumer: None,
+    })
 }
 
 /// Stops the stages when the stream is dropped.
@@ -664,7 +675,9 @@ pub(crate) async fn filtered_take(builder: ReadBuilder, indices: &[u64]) -> Resu
         };
         positions.insert(field, position);
     }
-    let mut read = ReadBuilder::new(file.clone()).with_options(builder.resolved_options());
+    let mut read = ReadBuilder::new(file.clone())
+        .with_options(builder.resolved_options())
+        .with_trace_option(builder.trace().cloned());
     if let Some(io) = builder.explicit_io_options() {
         read = read.with_io_options(io);
     }

@@ -22,6 +22,7 @@ use super::metrics::ReadMetrics;
 use crate::encodings::PageDecoder;
 use crate::error::{Error, Result};
 use crate::io::{PageIo, ReservationHolder, Urgency};
+use crate::trace::Trace;
 
 /// What every scheduler and decoder of one read shares.
 #[derive(Debug, Clone)]
@@ -38,6 +39,8 @@ pub struct ReadContext {
     /// How many decoders wait for a page the scheduling loop has not sent yet: while one
     /// does, the loop does not wait for room in the I/O queue.
     pub starving: Arc<AtomicUsize>,
+    /// Where the read's loops record their events, if it is traced (see [`Trace`]).
+    pub trace: Option<Trace>,
 }
 
 impl ReadContext {
@@ -49,6 +52,7 @@ impl ReadContext {
             metrics: Arc::default(),
             verify_checksums,
             starving: Arc::default(),
+            trace: None,
         }
     }
 

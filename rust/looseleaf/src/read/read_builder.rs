@@ -5,6 +5,12 @@
 //! connects the loops: the [scheduling loop](super::scheduling_loop) on a blocking thread, an
 //! [`IoScheduler`] between it and storage, and a [`DecodeBatchStream`] the caller polls.
 //! [`ReadBuilder::plan`] runs only the scheduling loop, against a [`PlanningIo`].
+//!
+//! A read given a [`Trace`] ([`ReadBuilder::with_trace`]) hands it to each loop (through the
+//! [`ReadContext`], the [`IoScheduler`] and the [`DecodeBatchStream`]) and records the batches
+//! handed out to its caller: those of [`stream`](ReadBuilder::stream), or the one batch of
+//! [`take`](ReadBuilder::take). Sub-reads (a `take`'s steps, a filtered read's stages) record
+//! their loops, never their batches, so a trace's batches are the caller's.
 
 use std::num::NonZeroUsize;
 use std::ops::Range;
@@ -32,6 +38,7 @@ use crate::filter::Predicate;
 use crate::format::schema::{FieldColumns, Layout};
 use crate::io::{EncodingsIo, IoBudget, IoOptions, IoPlan, IoScheduler, IoStats, PlanningIo};
 use crate::options::{DEFAULT_BATCH_BYTES, DEFAULT_BATCH_SIZE, ReadOptions};
+use crate::trace::{SpanKind, Trace, TraceInfo};
 
 /// Which rows a read wants, as given (checked against the file when the read starts).
 #[derive(Debug, Clone)]
@@ -62,6 +69,8 @@ pub struct ReadBuilder {
     /// The I/O scheduler to read through, when the read is a part of a larger one (a filtered
     /// read's stages share one, and so its counters and buffer); a read of its own otherwise.
     io_scheduler: Option<IoScheduler>,
+    /// Where the read records its events, if it is traced.
+    trace: Option<Trace>,
 }
 
 impl ReadBuilder {
@@ -74,6 +83,7 @@ impl ReadBuilder {
             io: None,
             filter: None,
             io_scheduler: None,
+            trace: None,
         }
     }
 
@@ -146,6 +156,24 @@ impl ReadBuilder {
     /// `read/filtered_read.rs`). With [`take`](Self::take), the rows at the indices that match.
     pub fn with_filter(self, predicate: Predicate) -> Self {
         Self { filter: Some(predicate), ..self }
+    }
+
+    /// Records the read in `trace`: its I/O requests and reads, its scheduling loop, its decode
+    /// tasks and the batches it hands out (see [`Trace`]). Every kind of read is traced: scans,
+    /// ranges, selections, `take` and filtered reads (all their stages, in one trace). A read
+    /// without a trace pays one `Option` check per event it would have recorded.
+    pub fn with_trace(self, trace: Trace) -> Self {
+        Self { trace: Some(trace), ..self }
+    }
+
+    /// The read's trace, if it is traced.
+    pub fn trace(&self) -> Option<&Trace> {
+        self.trace.as_ref()
+    }
+
+    /// Sets (or, with `None`, removes) the read's trace.
+    pub(crate) fn with_trace_option(self, trace: Option<Trace>) -> Self {
+        Self { trace, ..self }
     }
 
     /// Reads through `io` instead of an I/O scheduler of its own.
@@ -239,8 +267,9 @@ impl ReadBuilder {
         let selection = Arc::new(self.selection()?);
         let (fields, schema) = self.output_fields().await?;
         let (schedulers, row_bytes) = file.field_schedulers(&fields).await?;
-        let context =
+        let mut context =
             ReadContext::new(file.location(), options.verify_checksums.unwrap_or(crate::format::VERIFY_CHECKSUMS));
+        context.trace = self.trace.clone();
         let top_level = Arc::new(RowPriority::TopLevel);
         let mut jobs = Vec::new();
         let mut decoders = Vec::new();
@@ -264,7 +293,8 @@ impl ReadBuilder {
         let columns: Vec<u32> = fields.iter().flat_map(|f| f.columns()).collect();
         let spans = column_spans(&fields, &file.load_columns(&columns).await?);
         let plan = BatchPlan::cut(&selection, &spans, batch_size.get() as u64, allowance);
-        let stream = DecodeBatchStream::new(schema.clone(), decoders, plan, context.metrics.clone());
+        let stream = DecodeBatchStream::new(schema.clone(), decoders, plan, context.metrics.clone())
+            .with_trace(self.trace.clone());
         Ok(StartedRead { schema, jobs, stream, context, parallelism })
     }
 
@@ -276,11 +306,15 @@ impl ReadBuilder {
     /// [`Error::InvalidArgument`](crate::Error::InvalidArgument) for rows out of range or an
     /// unknown column; errors of the file's metadata; each names the file.
     pub async fn stream(self) -> Result<RecordBatchStream> {
-        if self.filter.is_some() {
+        let consumer = self.trace.clone().map(ConsumerTrace::new);
+        let mut stream = if self.filter.is_some() {
             let location = self.file.location().to_string();
-            return Box::pin(super::filtered_read::filtered_stream(self)).await.map_err(|e| e.with_location(&location));
-        }
-        self.launch(true).await
+            Box::pin(super::filtered_read::filtered_stream(self)).await.map_err(|e| e.with_location(&location))?
+        } else {
+            self.launch(true).await?
+        };
+        stream.consumer = consumer;
+        Ok(stream)
     }
 
     /// [`stream`](Self::stream) without the filter.
@@ -312,13 +346,25 @@ impl ReadBuilder {
             stream.into_steps(parallelism, runtime).map_ok(|(batch, _)| batch).boxed()
         };
         let batches = batches.map_err(move |e| e.with_location(&location)).boxed();
-        Ok(RecordBatchStream { schema, batches, io, metrics, filter: None })
+        Ok(RecordBatchStream { schema, batches, io, metrics, filter: None, consumer: None })
     }
 
     /// An I/O scheduler with the read's settings.
     pub(crate) fn new_io_scheduler(&self) -> IoScheduler {
         let budget = self.resolved_options().shared_budget();
-        IoScheduler::with_budget(self.file.range_reader().clone(), self.io_options(), budget)
+        let io = self.io_options();
+        if let Some(trace) = &self.trace {
+            let depth = match io.depth {
+                crate::io::IoDepth::Fixed(n) => n.to_string(),
+                crate::io::IoDepth::Adaptive { min, max } => format!("auto({min}..{max})"),
+            };
+            trace.set_info(TraceInfo {
+                location: Some(self.file.location().to_string()),
+                io_buffer_bytes: Some(io.buffer.get()),
+                io_depth: Some(depth),
+            });
+        }
+        IoScheduler::with_trace(self.file.range_reader().clone(), io, budget, self.trace.clone())
     }
 
     /// Reads the rows at `indices` (any order, repeats allowed) and returns them in that order,
@@ -331,13 +377,23 @@ impl ReadBuilder {
     /// As [`stream`](Self::stream); an index out of range is an
     /// [`Error::InvalidArgument`](crate::Error::InvalidArgument) naming it.
     pub async fn take(self, indices: &[u64]) -> Result<RecordBatch> {
-        if self.filter.is_some() {
+        let traced = self.trace.clone().map(|trace| {
+            let start = trace.now();
+            (trace, start)
+        });
+        let batch = if self.filter.is_some() {
             let location = self.file.location().to_string();
-            return Box::pin(super::filtered_read::filtered_take(self, indices))
+            Box::pin(super::filtered_read::filtered_take(self, indices))
                 .await
-                .map_err(|e| e.with_location(&location));
+                .map_err(|e| e.with_location(&location))?
+        } else {
+            self.take_unfiltered(indices).await?
+        };
+        if let Some((trace, start)) = traced {
+            let (rows, bytes) = (batch.num_rows() as u64, batch.get_array_memory_size() as u64);
+            trace.span(SpanKind::Batch { index: 0, rows, bytes }, start);
         }
-        self.take_unfiltered(indices).await
+        Ok(batch)
     }
 
     /// [`take`](Self::take) without the filter.
@@ -411,8 +467,11 @@ impl ReadBuilder {
     /// [`plan`](Self::plan) without the filter.
     pub(crate) async fn plan_unfiltered(self) -> Result<IoPlan> {
         let location = self.file.location().to_string();
-        let StartedRead { jobs, context, stream, .. } = self.start().await.map_err(|e| e.with_location(&location))?;
-        let planner = Arc::new(PlanningIo::new(self.io_options().coalesce));
+        // A plan is not a part of the read: a filtered read planning its stage 3 records only
+        // what it reads.
+        let read = self.with_trace_option(None);
+        let StartedRead { jobs, context, stream, .. } = read.start().await.map_err(|e| e.with_location(&location))?;
+        let planner = Arc::new(PlanningIo::new(read.io_options().coalesce));
         let io: Arc<dyn EncodingsIo> = planner.clone();
         // The decoders stay alive while the loop runs: jobs stop scheduling once theirs is gone.
         run_scheduling_loop(jobs, &io, &context)?;
@@ -471,6 +530,24 @@ pub struct RecordBatchStream {
     pub(crate) metrics: Arc<ReadMetrics>,
     /// A filtered read's counters.
     pub(crate) filter: Option<Arc<FilterStats>>,
+    /// Records the batches handed out, if the read is traced (set by [`ReadBuilder::stream`]
+    /// only: the streams of sub-reads hand their batches to the read, not to its caller).
+    pub(crate) consumer: Option<ConsumerTrace>,
+}
+
+/// The consumer's side of a traced read: each batch from the moment it was asked for.
+pub(crate) struct ConsumerTrace {
+    trace: Trace,
+    /// When the batch being waited for was first asked for.
+    asked: Option<u64>,
+    /// Batches handed out.
+    batches: u64,
+}
+
+impl ConsumerTrace {
+    fn new(trace: Trace) -> Self {
+        Self { trace, asked: None, batches: 0 }
+    }
 }
 
 impl RecordBatchStream {
@@ -515,6 +592,18 @@ impl Stream for RecordBatchStream {
     type Item = Result<RecordBatch>;
 
     fn poll_next(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Self::Item>> {
-        self.batches.poll_next_unpin(cx)
+        let this = &mut *self;
+        let Some(consumer) = &mut this.consumer else { return this.batches.poll_next_unpin(cx) };
+        let asked = *consumer.asked.get_or_insert_with(|| consumer.trace.now());
+        let polled = this.batches.poll_next_unpin(cx);
+        if let Poll::Ready(ready) = &polled {
+            consumer.asked = None;
+            if let Some(Ok(batch)) = ready {
+                let (rows, bytes) = (batch.num_rows() as u64, batch.get_array_memory_size() as u64);
+                consumer.trace.span(SpanKind::Batch { index: consumer.batches, rows, bytes }, asked);
+                consumer.batches += 1;
+            }
+        }
+        polled
     }
 }
