@@ -51,7 +51,7 @@ pub(crate) fn partition_residual(predicate: &Predicate, partitions: &Fields, val
 /// connector).
 ///
 /// # Errors
-/// As [`partition_residual`].
+/// As `partition_residual` (a part the partition columns cannot answer is an error).
 ///
 /// [`Dataset`]: super::Dataset
 pub fn partition_rules_out(filter: &Predicate, partitions: &Fields, values: &[ArrayRef]) -> Result<bool> {
