@@ -105,8 +105,9 @@ impl SymbolTable {
     /// then a literal byte), which makes decompressing all values in one call safe.
     ///
     /// Branch-free over the codes (a branch per value, where its codes end, would cost more
-    /// than the work): each code's length from a table, the rare escapes patched, a prefix
-    /// sum read at the value boundaries.
+    /// than the work): each code's length from a table, the rare escapes patched in one pass
+    /// over the whole run (the literal after an escape counts 0, a length no code has), the
+    /// lengths then summed per value.
     fn decoded_offsets(&self, offsets: &[u64], data: &[u8]) -> Result<Vec<u64>> {
         let (Some(&first), Some(&last)) = (offsets.first(), offsets.last()) else {
             bail!(corrupt, "FSST codes without offsets")
@@ -116,11 +117,7 @@ impl SymbolTable {
         let mut at = 0;
         while let Some(found) = memchr::memchr(ESCAPE, &codes[at..]) {
             let escape = at + found;
-            // The first value boundary after the escape must come after its literal too.
-            let boundary = offsets.partition_point(|offset| offset - first <= escape as u64);
-            let end = offsets.get(boundary).map_or(codes.len(), |offset| (offset - first) as usize);
-            ensure!(escape + 1 < end, corrupt, "FSST codes end with an escape");
-            lengths[escape] = 1;
+            ensure!(escape + 1 < codes.len(), corrupt, "FSST codes end with an escape");
             lengths[escape + 1] = 0;
             at = escape + 2;
         }
@@ -131,7 +128,9 @@ impl SymbolTable {
             self.count
         );
         // Each value's decoded length, summed over its codes (no prefix sum over every code:
-        // that would write eight bytes per code byte).
+        // that would write eight bytes per code byte). Parsing the run as one string agrees
+        // with parsing each value alone as long as no value starts on a literal: a value
+        // starting there would mean the one before ends with an escape.
         let mut out = Vec::with_capacity(offsets.len());
         let mut total = 0u64;
         out.push(0);
@@ -140,10 +139,63 @@ impl SymbolTable {
             let start = pair[0].checked_sub(first).ok_or_else(backwards)? as usize;
             let end = pair[1].checked_sub(first).ok_or_else(backwards)? as usize;
             let value = lengths.get(start..end).ok_or_else(backwards)?;
-            total += value.iter().map(|l| *l as u64).sum::<u64>();
+            ensure!(lengths.get(start) != Some(&0), corrupt, "an FSST value ends with an escape");
+            // Summed in u32 (twice the lanes of u64) over chunks too short to overflow.
+            total += value.chunks(1 << 24).map(|c| c.iter().map(|l| *l as u32).sum::<u32>() as u64).sum::<u64>();
             out.push(total);
         }
         Ok(out)
+    }
+}
+
+impl SymbolTable {
+    /// The values of `codes[offsets[0]..]` decompressed, and where each starts and the last
+    /// ends in the output; `Err` on codes without a symbol or a value ending inside an escape.
+    fn decompress(&self, offsets: &[u64], data: &[u8]) -> Result<(Vec<u8>, Vec<u64>)> {
+        let (Some(&first), Some(&last)) = (offsets.first(), offsets.last()) else {
+            bail!(corrupt, "FSST codes without offsets")
+        };
+        let codes = &data[first as usize..last as usize];
+        let decompressor = Decompressor::new(&self.symbols, &self.lengths);
+        // Each code yields at most 8 bytes; 8 more leave room for the decompressor's wide writes.
+        let mut out: Vec<u8> = Vec::with_capacity(codes.len() * 8 + 8);
+        if self.count < 255 {
+            // Codes without a symbol can occur: every code is checked, then all values are
+            // decompressed in one call.
+            let ends = self.decoded_offsets(offsets, data)?;
+            let total = ends.last().copied().unwrap_or(0);
+            let written = decompressor.decompress_into(codes, out.spare_capacity_mut());
+            ensure!(written as u64 == total, corrupt, "FSST codes decompress to {written} bytes, not {total}");
+            // SAFETY: `decompress_into` initialised `written` bytes of the spare capacity.
+            unsafe { out.set_len(written) };
+            return Ok((out, ends));
+        }
+        // A full table: every code but the escape has a symbol, so a value decompressed alone
+        // only needs to not end inside an escape, and the output offsets come from the
+        // decompressor (no pass over the codes to count their lengths). A value's codes end
+        // inside an escape exactly when they end with an odd run of escape bytes: the byte
+        // before the run (or its start) leaves the parse expecting a code, and the run then
+        // pairs up as escape and escaped 255.
+        let mut ends = Vec::with_capacity(offsets.len());
+        ends.push(0u64);
+        let spare = out.spare_capacity_mut();
+        let mut written = 0usize;
+        for pair in offsets.windows(2) {
+            let backwards = || crate::Error::corrupt("FSST offsets go backwards");
+            let start = pair[0].checked_sub(first).ok_or_else(backwards)? as usize;
+            let end = pair[1].checked_sub(first).ok_or_else(backwards)? as usize;
+            let value = codes.get(start..end).ok_or_else(backwards)?;
+            if value.last() == Some(&ESCAPE) {
+                let run = value.iter().rev().take_while(|code| **code == ESCAPE).count();
+                ensure!(run % 2 == 0, corrupt, "an FSST value ends with an escape");
+            }
+            // Values are at most their codes times 8 bytes, so the spare room never runs out.
+            written += decompressor.decompress_into(value, &mut spare[written..]);
+            ends.push(written as u64);
+        }
+        // SAFETY: the calls above initialised the first `written` bytes of the spare capacity.
+        unsafe { out.set_len(written) };
+        Ok((out, ends))
     }
 }
 
@@ -168,16 +220,8 @@ impl PageDecoder for FsstDecoder {
         };
         ensure!(first <= last && last as usize <= data.len(), corrupt, "FSST code offsets out of range");
         ensure!(offsets.windows(2).all(|pair| pair[0] <= pair[1]), corrupt, "FSST code offsets decrease");
-        let all_codes = &data[first as usize..last as usize];
-        let out_offsets = self.table.decoded_offsets(&offsets, data)?;
+        let (out, out_offsets) = self.table.decompress(&offsets, data)?;
         let total = out_offsets.last().copied().unwrap_or(0);
-        let decompressor = Decompressor::new(&self.table.symbols, &self.table.lengths);
-        // Each code yields at most 8 bytes; 8 more leave room for the decompressor's wide writes.
-        let mut out: Vec<u8> = Vec::with_capacity(all_codes.len() * 8 + 8);
-        let written = decompressor.decompress_into(all_codes, out.spare_capacity_mut());
-        ensure!(written as u64 == total, corrupt, "FSST codes decompress to {written} bytes, not {total}");
-        // SAFETY: `decompress_into` initialised `written` bytes of the spare capacity.
-        unsafe { out.set_len(written) };
         let (offsets, bits_per_offset) = if total <= i32::MAX as u64 {
             (Buffer::from_vec(out_offsets.iter().map(|o| *o as u32).collect::<Vec<u32>>()), 32)
         } else {
@@ -231,4 +275,81 @@ pub fn compress(values: &VariableWidthBlock) -> Result<Option<(Buffer, VariableW
         num_values: strings.len() as u64,
     }])?;
     Ok(Some((table.into(), codes)))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use rand::{Rng, SeedableRng};
+
+    /// A table of `count` symbols of 1 to 8 distinct bytes each.
+    fn table(count: usize) -> SymbolTable {
+        let mut bytes = vec![count as u8];
+        bytes.extend((0..count).map(|i| (i % 8 + 1) as u8));
+        for i in 0..count {
+            bytes.extend((0..8u8).map(|b| (i as u8).wrapping_mul(7).wrapping_add(b)));
+        }
+        SymbolTable::parse(&Bytes::from(bytes)).unwrap()
+    }
+
+    /// Random codes for `n` values (escapes included, none left dangling) and their offsets.
+    fn random_codes(rng: &mut rand::rngs::StdRng, n: usize, count: u8) -> (Vec<u64>, Vec<u8>) {
+        let (mut offsets, mut codes) = (vec![0u64], Vec::new());
+        for _ in 0..n {
+            for _ in 0..rng.random_range(0..40) {
+                if rng.random_bool(0.2) {
+                    codes.extend([ESCAPE, rng.random()]);
+                } else {
+                    codes.push(rng.random_range(0..count));
+                }
+            }
+            offsets.push(codes.len() as u64);
+        }
+        (offsets, codes)
+    }
+
+    #[test]
+    fn values_decompressed_alone_equal_the_whole_run() {
+        let mut rng = rand::rngs::StdRng::seed_from_u64(7);
+        let full = table(255);
+        for n in [0, 1, 3, 100, 1000] {
+            let (offsets, codes) = random_codes(&mut rng, n, 255);
+            let (out, ends) = full.decompress(&offsets, &codes).unwrap();
+            // The checked run decompressed in one call is the independent truth.
+            let expected_ends = full.decoded_offsets(&offsets, &codes).unwrap();
+            let mut expected: Vec<u8> = Vec::with_capacity(codes.len() * 8 + 8);
+            let decompressor = Decompressor::new(&full.symbols, &full.lengths);
+            let written = decompressor.decompress_into(&codes, expected.spare_capacity_mut());
+            // SAFETY: `decompress_into` initialised `written` bytes of the spare capacity.
+            unsafe { expected.set_len(written) };
+            assert_eq!(ends, expected_ends);
+            assert_eq!(out, expected);
+        }
+    }
+
+    #[test]
+    fn corrupt_codes_are_refused() {
+        let mut rng = rand::rngs::StdRng::seed_from_u64(8);
+        for table in [table(255), table(40)] {
+            let (mut offsets, mut codes) = random_codes(&mut rng, 10, 40);
+            // A value ending with a lone escape (after a code, or after an escaped 255).
+            for tail in [vec![3, ESCAPE], vec![ESCAPE, ESCAPE, ESCAPE]] {
+                let (mut offsets, mut codes) = (offsets.clone(), codes.clone());
+                codes.extend(&tail);
+                offsets.push(codes.len() as u64);
+                codes.push(1);
+                offsets.push(codes.len() as u64);
+                let error = table.decompress(&offsets, &codes).unwrap_err().to_string();
+                assert!(error.contains("escape"), "{error}");
+            }
+            // A value ending with an escaped 255 is fine.
+            codes.extend([ESCAPE, ESCAPE]);
+            offsets.push(codes.len() as u64);
+            let (out, _) = table.decompress(&offsets, &codes).unwrap();
+            assert_eq!(out.last(), Some(&255));
+        }
+        // A code past the table's symbols.
+        let error = table(40).decompress(&[0, 2], &[1, 41]).unwrap_err().to_string();
+        assert!(error.contains("no symbol"), "{error}");
+    }
 }
