@@ -24,6 +24,9 @@ use crate::format::proto::{BufferLocation, FsstEncoding};
 use crate::io::PageIo;
 
 const ESCAPE: u8 = 255;
+/// Values of fewer codes are decompressed inline: a call of the block decompressor, which
+/// reads 8 codes at a time, costs more than a few codes.
+const SHORT_VALUE: usize = 16;
 /// The length of codes without a symbol in [`SymbolTable::code_lengths`] (symbols have 1 to 8).
 const NO_SYMBOL: u8 = u8::MAX;
 
@@ -189,13 +192,49 @@ impl SymbolTable {
                 let run = value.iter().rev().take_while(|code| **code == ESCAPE).count();
                 ensure!(run % 2 == 0, corrupt, "an FSST value ends with an escape");
             }
-            // Values are at most their codes times 8 bytes, so the spare room never runs out.
-            written += decompressor.decompress_into(value, &mut spare[written..]);
+            // Values are at most their codes times 8 bytes, so the spare room never runs out:
+            // `written <= 8 * start` and the capacity is `8 * codes.len() + 8`.
+            written += if value.len() < SHORT_VALUE {
+                // SAFETY: as above, at least `8 * value.len()` bytes are spare from `written`,
+                // and the value's codes do not end inside an escape (checked above).
+                unsafe { self.decompress_short(value, spare.as_mut_ptr().add(written).cast::<u8>()) }
+            } else {
+                decompressor.decompress_into(value, &mut spare[written..])
+            };
             ends.push(written as u64);
         }
         // SAFETY: the calls above initialised the first `written` bytes of the spare capacity.
         unsafe { out.set_len(written) };
         Ok((out, ends))
+    }
+
+    /// Decompresses the codes of one value to `out`; returns the number of bytes written.
+    ///
+    /// # Safety
+    /// `out` must be valid for `8 * value.len()` bytes of writes, and `value` must not end
+    /// inside an escape.
+    unsafe fn decompress_short(&self, value: &[u8], out: *mut u8) -> usize {
+        let (mut at, mut written) = (0, 0);
+        while at < value.len() {
+            // SAFETY: `at < value.len()`; an escape is followed by its literal (the caller's
+            // promise); `written <= 8 * at` (no code yields more than 8 bytes), so the 8-byte
+            // write stays within the `8 * value.len()` bytes of `out`; codes other than the
+            // escape index the 255 symbols.
+            unsafe {
+                let code = *value.get_unchecked(at);
+                if code == ESCAPE {
+                    out.add(written).write(*value.get_unchecked(at + 1));
+                    written += 1;
+                    at += 2;
+                } else {
+                    let symbol = self.symbols.get_unchecked(code as usize).to_u64();
+                    out.add(written).cast::<u64>().write_unaligned(symbol);
+                    written += *self.lengths.get_unchecked(code as usize) as usize;
+                    at += 1;
+                }
+            }
+        }
+        written
     }
 }
 
