@@ -173,27 +173,34 @@ fn gather_bytes<T: ByteArrayType>(
         "a batch of this {} column holds more than 2 GiB of data; read it with a smaller batch size",
         T::DATA_TYPE
     );
-    let mut out = vec![0u8; total + CHUNK];
-    let mut out_offsets = vec![T::Offset::usize_as(0); positions.len() + 1];
-    let mut at = 0;
+    // Neither output is zeroed first: every byte of both is written below.
+    let mut out: Vec<u8> = Vec::with_capacity(total + CHUNK);
+    let mut out_offsets = Vec::with_capacity(positions.len() + 1);
+    out_offsets.push(T::Offset::usize_as(0));
     let data = values.value_data();
     if data.len() <= PADDED_MAX && spans.iter().all(|(_, len)| *len <= CHUNK) {
         let padded = [data, &[0u8; CHUNK]].concat();
-        for (p, offset) in positions.iter().zip(&mut out_offsets[1..]) {
+        let spare = out.spare_capacity_mut().as_mut_ptr().cast::<u8>();
+        let mut at = 0;
+        for p in positions {
             let (start, len) = spans[*p as usize];
-            out[at..at + CHUNK].copy_from_slice(&padded[start..start + CHUNK]);
+            let chunk = &padded[start..start + CHUNK];
+            // SAFETY: the lengths of the values before this one sum to `at`, and all of them
+            // to `total`, so `at + CHUNK <= total + CHUNK`, the capacity.
+            unsafe { std::ptr::copy_nonoverlapping(chunk.as_ptr(), spare.add(at), CHUNK) };
             at += len;
-            *offset = T::Offset::usize_as(at);
+            out_offsets.push(T::Offset::usize_as(at));
         }
+        // SAFETY: the chunks wrote every byte of `0..total` (each value's bytes start where
+        // the one before ends).
+        unsafe { out.set_len(total) };
     } else {
-        for (p, offset) in positions.iter().zip(&mut out_offsets[1..]) {
+        for p in positions {
             let (start, len) = spans[*p as usize];
-            out[at..at + len].copy_from_slice(&data[start..start + len]);
-            at += len;
-            *offset = T::Offset::usize_as(at);
+            out.extend_from_slice(&data[start..start + len]);
+            out_offsets.push(T::Offset::usize_as(out.len()));
         }
     }
-    out.truncate(total);
     let offsets = OffsetBuffer::new(ScalarBuffer::from(out_offsets));
     // SAFETY: every value is a whole value of `values`, an array Arrow validated (UTF-8 for
     // strings), and the offsets grow by each value's length from 0 to `total`.

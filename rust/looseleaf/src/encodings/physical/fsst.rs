@@ -24,9 +24,10 @@ use crate::format::proto::{BufferLocation, FsstEncoding};
 use crate::io::PageIo;
 
 const ESCAPE: u8 = 255;
-/// Values of fewer codes are decompressed inline: a call of the block decompressor, which
-/// reads 8 codes at a time, costs more than a few codes.
-const SHORT_VALUE: usize = 16;
+/// Values of fewer codes are decompressed inline: a call of `fsst-rs`'s decompressor costs
+/// more than a few codes (nested lists of words: -12% CPU), while on long values with many
+/// escapes (embeddings captions of ~50 codes) its branch-free handling of escapes wins.
+const SHORT_VALUE: usize = 32;
 /// The length of codes without a symbol in [`SymbolTable::code_lengths`] (symbols have 1 to 8).
 const NO_SYMBOL: u8 = u8::MAX;
 
@@ -210,28 +211,47 @@ impl SymbolTable {
 
     /// Decompresses the codes of one value to `out`; returns the number of bytes written.
     ///
+    /// Eight codes at a time while none of them is the escape (one test for the eight, then
+    /// eight table lookups and 8-byte stores), one at a time otherwise.
+    ///
     /// # Safety
     /// `out` must be valid for `8 * value.len()` bytes of writes, and `value` must not end
     /// inside an escape.
     unsafe fn decompress_short(&self, value: &[u8], out: *mut u8) -> usize {
+        const ONES: u64 = 0x0101_0101_0101_0101;
+        const HIGHS: u64 = 0x8080_8080_8080_8080;
         let (mut at, mut written) = (0, 0);
+        // SAFETY (for each write below): `written <= 8 * at` (no code yields more than 8
+        // bytes, an escape and its literal yield 1), so an 8-byte store at `written` for the
+        // code at `at` stays within the `8 * value.len()` bytes of `out`.
+        let store = |code: u8, written: &mut usize| unsafe {
+            out.add(*written).cast::<u64>().write_unaligned(self.symbols[code as usize].to_u64());
+            *written += self.lengths[code as usize] as usize;
+        };
         while at < value.len() {
-            // SAFETY: `at < value.len()`; an escape is followed by its literal (the caller's
-            // promise); `written <= 8 * at` (no code yields more than 8 bytes), so the 8-byte
-            // write stays within the `8 * value.len()` bytes of `out`; codes other than the
-            // escape index the 255 symbols.
-            unsafe {
-                let code = *value.get_unchecked(at);
-                if code == ESCAPE {
-                    out.add(written).write(*value.get_unchecked(at + 1));
-                    written += 1;
-                    at += 2;
-                } else {
-                    let symbol = self.symbols.get_unchecked(code as usize).to_u64();
-                    out.add(written).cast::<u64>().write_unaligned(symbol);
-                    written += *self.lengths.get_unchecked(code as usize) as usize;
-                    at += 1;
+            if let Some(eight) = value.get(at..at + 8) {
+                let block = u64::from_le_bytes(eight.try_into().unwrap_or_default());
+                // No byte of `block` is 255 exactly when no byte of `!block` is zero.
+                let inverted = !block;
+                if inverted.wrapping_sub(ONES) & !inverted & HIGHS == 0 {
+                    for code in eight {
+                        store(*code, &mut written);
+                    }
+                    at += 8;
+                    continue;
                 }
+            }
+            let code = value[at];
+            if code == ESCAPE {
+                // The caller's promise: the literal follows.
+                let literal = value[at + 1];
+                // SAFETY: as above.
+                unsafe { out.add(written).write(literal) };
+                written += 1;
+                at += 2;
+            } else {
+                store(code, &mut written);
+                at += 1;
             }
         }
         written
@@ -332,11 +352,11 @@ mod tests {
     }
 
     /// Random codes for `n` values (escapes included, none left dangling) and their offsets.
-    fn random_codes(rng: &mut rand::rngs::StdRng, n: usize, count: u8) -> (Vec<u64>, Vec<u8>) {
+    fn random_codes(rng: &mut rand::rngs::StdRng, n: usize, count: u8, escapes: f64) -> (Vec<u64>, Vec<u8>) {
         let (mut offsets, mut codes) = (vec![0u64], Vec::new());
         for _ in 0..n {
-            for _ in 0..rng.random_range(0..40) {
-                if rng.random_bool(0.2) {
+            for _ in 0..rng.random_range(0..60) {
+                if rng.random_bool(escapes) {
                     codes.extend([ESCAPE, rng.random()]);
                 } else {
                     codes.push(rng.random_range(0..count));
@@ -351,8 +371,8 @@ mod tests {
     fn values_decompressed_alone_equal_the_whole_run() {
         let mut rng = rand::rngs::StdRng::seed_from_u64(7);
         let full = table(255);
-        for n in [0, 1, 3, 100, 1000] {
-            let (offsets, codes) = random_codes(&mut rng, n, 255);
+        for (n, escapes) in [(0, 0.1), (1, 0.1), (3, 0.5), (100, 0.02), (1000, 0.2)] {
+            let (offsets, codes) = random_codes(&mut rng, n, 255, escapes);
             let (out, ends) = full.decompress(&offsets, &codes).unwrap();
             // The checked run decompressed in one call is the independent truth.
             let expected_ends = full.decoded_offsets(&offsets, &codes).unwrap();
@@ -363,6 +383,16 @@ mod tests {
             unsafe { expected.set_len(written) };
             assert_eq!(ends, expected_ends);
             assert_eq!(out, expected);
+            // The inline path on every value, whatever its length.
+            for (pair, want) in offsets.windows(2).zip(expected_ends.windows(2)) {
+                let value = &codes[pair[0] as usize..pair[1] as usize];
+                let mut buffer: Vec<u8> = Vec::with_capacity(value.len() * 8);
+                // SAFETY: room for 8 bytes per code; the codes come whole from `random_codes`.
+                let written = unsafe { full.decompress_short(value, buffer.as_mut_ptr()) };
+                // SAFETY: `decompress_short` initialised `written` bytes.
+                unsafe { buffer.set_len(written) };
+                assert_eq!(buffer, expected[want[0] as usize..want[1] as usize]);
+            }
         }
     }
 
@@ -370,7 +400,7 @@ mod tests {
     fn corrupt_codes_are_refused() {
         let mut rng = rand::rngs::StdRng::seed_from_u64(8);
         for table in [table(255), table(40)] {
-            let (mut offsets, mut codes) = random_codes(&mut rng, 10, 40);
+            let (mut offsets, mut codes) = random_codes(&mut rng, 10, 40, 0.2);
             // A value ending with a lone escape (after a code, or after an escaped 255).
             for tail in [vec![3, ESCAPE], vec![ESCAPE, ESCAPE, ESCAPE]] {
                 let (mut offsets, mut codes) = (offsets.clone(), codes.clone());
