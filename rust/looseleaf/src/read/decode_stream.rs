@@ -19,8 +19,8 @@ use std::sync::Arc;
 
 use arrow_array::{Array, ArrayRef, RecordBatch, RecordBatchOptions, UInt32Array};
 use arrow_schema::{DataType, SchemaRef};
+use futures::StreamExt;
 use futures::stream::BoxStream;
-use futures::{StreamExt, TryFutureExt};
 
 use std::time::Instant;
 
@@ -100,6 +100,7 @@ impl DecodeBatchStream {
                 schema: self.schema.clone(),
                 num_rows: step.rows,
                 ends_batch: step.ends_batch,
+                steps_left: self.plan.num_steps() + 1,
                 tasks,
                 metrics: self.metrics.clone(),
                 trace: self.trace.clone().map(|trace| (trace, number)),
@@ -111,8 +112,9 @@ impl DecodeBatchStream {
         }
     }
 
-    /// The decoded steps, by up to `parallelism` tasks at once on `runtime`, in order: each
-    /// step's batch, and whether it completes an output batch.
+    /// The decoded steps, up to `parallelism` of them at once on `runtime` (the last ones
+    /// split by fields, see [`BatchDecodeTask::run_on`]), in order: each step's batch,
+    /// and whether it completes an output batch.
     pub fn into_steps(
         self,
         parallelism: NonZeroUsize,
@@ -124,10 +126,7 @@ impl DecodeBatchStream {
                 async move {
                     let task = task?;
                     let ends_batch = task.ends_batch;
-                    let batch = runtime
-                        .spawn(async move { task.run() })
-                        .map_err(|e| Error::internal(format!("a decode task failed: {e}")))
-                        .await??;
+                    let batch = task.run_on(&runtime, parallelism).await?;
                     Ok((batch, ends_batch))
                 }
             })
@@ -226,6 +225,8 @@ pub struct BatchDecodeTask {
     schema: SchemaRef,
     num_rows: u64,
     ends_batch: bool,
+    /// Steps of the read from this one on, this one included.
+    steps_left: u64,
     tasks: Vec<DecodeTask>,
     metrics: Arc<ReadMetrics>,
     /// The read's trace and the step's number, if the read is traced.
@@ -233,20 +234,64 @@ pub struct BatchDecodeTask {
 }
 
 impl BatchDecodeTask {
-    /// Runs the field tasks and assembles the step's batch.
-    pub fn run(self) -> Result<RecordBatch> {
-        let started = Instant::now();
-        let traced = self.trace.map(|(trace, step)| {
-            let start = trace.now();
-            (trace, step, start)
-        });
-        let columns = self.tasks.into_iter().map(|task| task()).collect::<Result<Vec<_>>>();
-        self.metrics.add_decoding(started.elapsed());
-        let options = RecordBatchOptions::new().with_row_count(Some(self.num_rows as usize));
-        let batch = RecordBatch::try_new_with_options(Arc::clone(&self.schema), columns?, &options);
-        if let Some((trace, step, start)) = traced {
-            trace.span(SpanKind::Decode { step, rows: self.num_rows }, start);
+    /// Runs the field tasks on `runtime` and assembles the step's batch: in one task if
+    /// `parallelism` steps or more are left, else in up to `2 * parallelism` tasks of
+    /// consecutive fields.
+    ///
+    /// A step's fields are independent, so a read of fewer steps than threads (a `take`, a
+    /// small file, the last steps of a scan) still keeps every thread busy; more groups than
+    /// threads even out fields of unequal cost. Steps are not split otherwise: they already
+    /// keep the threads busy, and split ones measured 10% slower on lineitem scans.
+    ///
+    /// # Errors
+    /// A field's decoding error, the first in field order; [`Error::Internal`] if a task panicked.
+    pub async fn run_on(self, runtime: &tokio::runtime::Handle, parallelism: NonZeroUsize) -> Result<RecordBatch> {
+        let num_fields = self.tasks.len();
+        let groups = if self.steps_left < parallelism.get() as u64 { 2 * parallelism.get() } else { 1 };
+        let per_group = num_fields.div_ceil(groups).max(1);
+        let Self { schema, num_rows, tasks, metrics, trace, .. } = self;
+        let mut tasks = tasks.into_iter();
+        let mut groups = Vec::with_capacity(num_fields.div_ceil(per_group));
+        loop {
+            let group: Vec<DecodeTask> = tasks.by_ref().take(per_group).collect();
+            if group.is_empty() {
+                break;
+            }
+            let (metrics, trace) = (metrics.clone(), trace.clone());
+            groups.push(runtime.spawn(async move { decode_fields(group, num_rows, &metrics, trace) }));
         }
-        Ok(batch?)
+        let mut columns = Vec::with_capacity(num_fields);
+        for group in groups {
+            let decoded = group.await.map_err(|e| Error::internal(format!("a decode task failed: {e}")))?;
+            columns.extend(decoded?);
+        }
+        assemble(schema, num_rows, columns)
     }
+}
+
+/// Runs `tasks` (fields of a step of `num_rows` rows) in order, recording the time in
+/// `metrics` and, if traced, a decode span in the read's trace.
+fn decode_fields(
+    tasks: Vec<DecodeTask>,
+    num_rows: u64,
+    metrics: &ReadMetrics,
+    trace: Option<(Trace, u64)>,
+) -> Result<Vec<ArrayRef>> {
+    let started = Instant::now();
+    let traced = trace.map(|(trace, step)| {
+        let start = trace.now();
+        (trace, step, start)
+    });
+    let columns = tasks.into_iter().map(|task| task()).collect::<Result<Vec<_>>>();
+    metrics.add_decoding(started.elapsed());
+    if let Some((trace, step, start)) = traced {
+        trace.span(SpanKind::Decode { step, rows: num_rows }, start);
+    }
+    columns
+}
+
+/// The batch of `schema` made of a step's decoded `columns`.
+fn assemble(schema: SchemaRef, num_rows: u64, columns: Vec<ArrayRef>) -> Result<RecordBatch> {
+    let options = RecordBatchOptions::new().with_row_count(Some(num_rows as usize));
+    Ok(RecordBatch::try_new_with_options(schema, columns, &options)?)
 }
