@@ -19,6 +19,7 @@
 use std::collections::{HashMap, HashSet};
 use std::str::FromStr;
 
+use ahash::RandomState;
 use arrow_buffer::{BooleanBuffer, Buffer, MutableBuffer};
 use arrow_schema::DataType;
 
@@ -27,6 +28,9 @@ use super::physical::{bitpacked, delta, encode_block, fsst};
 use super::{DataBlock, FixedWidthBlock, VariableWidthBlock};
 use crate::error::{Error, Result, bail};
 use crate::format::proto::{self, encoding::Kind};
+
+/// A set hashed with aHash: its values come from the data, counted and compared many times.
+type FastSet<T> = HashSet<T, RandomState>;
 
 /// The encodings a policy can name.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -343,7 +347,7 @@ impl PageEncoder {
                 && let Some(distinct) = small_distinct(strings.iter().copied(), n)
             {
                 let distinct_bytes: u64 = {
-                    let mut seen = HashSet::new();
+                    let mut seen = FastSet::default();
                     strings.iter().filter(|s| seen.insert(**s)).map(|s| s.len() as u64).sum()
                 };
                 if distinct_bytes + (n as u64 * index_bits(distinct) as u64).div_ceil(8) < plain / 2 {
@@ -392,13 +396,13 @@ fn index_bits(distinct: usize) -> u32 {
 /// values, and at most 65536) and an exact count confirms it.
 fn small_distinct<'a>(values: impl Iterator<Item = &'a [u8]> + Clone, n: usize) -> Option<usize> {
     let step = (n / 1024).max(1);
-    let sample: HashSet<&[u8]> = values.clone().step_by(step).collect();
+    let sample: FastSet<&[u8]> = values.clone().step_by(step).collect();
     let sampled = n.div_ceil(step);
     if sample.len() * 4 > sampled {
         return None;
     }
     let limit = (n / 4).clamp(1, 65536);
-    let mut seen = HashSet::new();
+    let mut seen = FastSet::default();
     for value in values {
         seen.insert(value);
         if seen.len() > limit {

@@ -3,6 +3,8 @@
 //! directly, or by hashing values of pages stored otherwise.
 
 use std::collections::HashMap;
+
+use ahash::RandomState;
 use std::sync::Arc;
 
 use arrow_array::cast::AsArray;
@@ -217,7 +219,7 @@ pub fn hash_encode(block: DataBlock) -> Result<(DataBlock, DataBlock)> {
     match &block {
         DataBlock::FixedWidth(values) => {
             let w = (values.bits_per_value / 8) as usize;
-            let mut seen: HashMap<&[u8], u32> = HashMap::new();
+            let mut seen: HashMap<&[u8], u32, RandomState> = HashMap::default();
             for (i, value) in values.data.as_slice().chunks_exact(w.max(1)).enumerate().take(n) {
                 let next = seen.len() as u32;
                 let index = *seen.entry(value).or_insert_with(|| {
@@ -230,7 +232,7 @@ pub fn hash_encode(block: DataBlock) -> Result<(DataBlock, DataBlock)> {
         DataBlock::VariableWidth(values) => {
             let offsets = values.offsets_u64()?;
             let data = values.data.as_slice();
-            let mut seen: HashMap<&[u8], u32> = HashMap::new();
+            let mut seen: HashMap<&[u8], u32, RandomState> = HashMap::default();
             for (i, pair) in offsets.windows(2).enumerate() {
                 let (start, end) = (pair[0] as usize, pair[1] as usize);
                 ensure!(start <= end && end <= data.len(), corrupt, "string offsets out of range");
