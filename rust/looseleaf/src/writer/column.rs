@@ -155,6 +155,11 @@ impl ColumnWriter {
         pages
     }
 
+    /// Estimated encoded size of the rows received and not yet written.
+    pub fn pending_bytes(&self) -> u64 {
+        self.pending_bytes
+    }
+
     /// Encodes the pending arrays as one page, if there are any.
     pub fn flush(&mut self) -> Option<Result<EncodedPage>> {
         if self.pending.is_empty() {

@@ -21,6 +21,7 @@ use object_store::path::Path;
 use object_store::{ObjectStore, WriteMultipart};
 
 mod column;
+mod parallel;
 mod shred;
 mod zone_map;
 
@@ -130,6 +131,15 @@ impl Default for WriterOptions {
             zone_map_rows: DEFAULT_ZONE_MAP_ROWS,
         }
     }
+}
+
+/// Batches (and, at the end, pending pages) of at least this many bytes are encoded on
+/// several threads, a column per job; smaller ones cost less than starting the threads.
+const PARALLEL_ENCODING_BYTES: usize = 1 << 20;
+
+/// Threads that encode the columns of a batch: one per core.
+fn encoding_threads() -> usize {
+    std::thread::available_parallelism().map_or(1, |n| n.get())
 }
 
 /// Writes record batches to a looseleaf file.
@@ -266,13 +276,28 @@ impl FileWriter {
         for (tree, array) in self.fields.iter().zip(batch.columns()) {
             shred::shred(tree, array, &mut arrays)?;
         }
+        let mut slots: Vec<Option<arrow_array::ArrayRef>> = vec![None; self.columns.len()];
         for (column, array) in arrays {
-            let index = column as usize;
-            let writer = self.columns.get_mut(index).ok_or_else(|| Error::internal(format!("no column {column}")))?;
-            if let Some(Some(zones)) = self.zone_maps.get_mut(index) {
-                zones.append(&array)?;
-            }
-            for page in writer.append(array, self.options.page_size) {
+            let slot = slots.get_mut(column as usize).ok_or_else(|| Error::internal(format!("no column {column}")))?;
+            ensure!(slot.replace(array).is_none(), internal, "column {column} shredded twice");
+        }
+        let threads = if batch.get_array_memory_size() >= PARALLEL_ENCODING_BYTES { encoding_threads() } else { 1 };
+        let page_size = self.options.page_size;
+        // Each column's writer and zone map with its array: disjoint borrows, encoded at once.
+        let jobs: Vec<_> = self
+            .columns
+            .iter_mut()
+            .zip(self.zone_maps.iter_mut())
+            .zip(slots)
+            .enumerate()
+            .filter_map(|(index, ((writer, zones), array))| array.map(|array| (index, writer, zones, array)))
+            .collect();
+        let encoded = parallel::map_in_parallel(jobs, threads, |(index, writer, zones, array)| {
+            let zoned = zones.as_mut().map_or(Ok(()), |zones| zones.append(&array));
+            (index, zoned.map(|()| writer.append(array, page_size)))
+        });
+        for (index, pages) in encoded {
+            for page in pages? {
                 self.write_page(index, page?).await?;
             }
         }
@@ -333,8 +358,11 @@ impl FileWriter {
             self.abort().await?;
             return Err(e);
         }
-        for index in 0..self.columns.len() {
-            if let Some(page) = self.columns[index].flush() {
+        let pending: u64 = self.columns.iter().map(ColumnWriter::pending_bytes).sum();
+        let threads = if pending >= PARALLEL_ENCODING_BYTES as u64 { encoding_threads() } else { 1 };
+        let last_pages = parallel::map_in_parallel(self.columns.iter_mut().collect(), threads, ColumnWriter::flush);
+        for (index, page) in last_pages.into_iter().enumerate() {
+            if let Some(page) = page {
                 self.write_page(index, page?).await?;
             }
         }
