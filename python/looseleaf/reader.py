@@ -36,7 +36,7 @@ PathLike = str | os.PathLike[str]
 class ReadOptions(TypedDict, total=False):
     """Keyword options of :func:`open` and of every read method.
 
-    - ``batch_size``: rows per output batch; unrelated to the page size. By default 8192, or
+    - ``batch_size``: rows per output batch; unrelated to the page size. By default 65,536, or
       fewer for wide rows (as many as fit in 2 MiB of stored data), so batches stay small.
     - ``io_depth``: reads in flight at once: a number, or ``"auto"`` to find the depth where
       throughput stops rising (and back off when the store throttles). Default: 8 for local
