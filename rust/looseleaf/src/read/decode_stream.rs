@@ -265,6 +265,7 @@ impl BatchDecodeTask {
             let decoded = group.await.map_err(|e| Error::internal(format!("a decode task failed: {e}")))?;
             columns.extend(decoded?);
         }
+        metrics.add_batch();
         assemble(schema, num_rows, columns)
     }
 }
