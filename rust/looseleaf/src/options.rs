@@ -25,6 +25,11 @@ use crate::io::{IoBudget, IoDepth};
 /// narrow projection (lineitem's `l_shipdate, l_extendedprice`: 33 ms, 13–16 ms at 65,536).
 pub const DEFAULT_BATCH_SIZE: NonZeroUsize = NonZeroUsize::MIN.saturating_add(65535);
 
+/// Default (and most) rows per output batch of a read returning dictionary columns: the most
+/// values `Int16` keys index, so that such reads keep 2-byte keys by default (keys must index a
+/// whole batch of distinct values, see `ReadBuilder::with_dictionary_columns`).
+pub const DEFAULT_DICTIONARY_BATCH_SIZE: NonZeroUsize = NonZeroUsize::MIN.saturating_add(32767);
+
 /// Bytes a default batch aims at: rows wider than `DEFAULT_BATCH_BYTES / DEFAULT_BATCH_SIZE`
 /// (embeddings, say) get fewer rows per batch, so a batch stays well within a page and rarely
 /// has to be copied together from two.
@@ -172,6 +177,15 @@ const AUTO_DEPTH: (NonZeroUsize, NonZeroUsize) =
     (NonZeroUsize::MIN.saturating_add(7), NonZeroUsize::MIN.saturating_add(255));
 
 impl ReadOptions {
+    /// The most rows of a batch when the read sets no batch size: [`DEFAULT_BATCH_SIZE`], or
+    /// [`DEFAULT_DICTIONARY_BATCH_SIZE`] if it returns dictionary columns.
+    pub fn default_batch_size(&self) -> NonZeroUsize {
+        match &self.dictionary_columns {
+            Some(columns) if !columns.is_empty() => DEFAULT_DICTIONARY_BATCH_SIZE,
+            _ => DEFAULT_BATCH_SIZE,
+        }
+    }
+
     /// Sets the option called `name` from a value a front end received.
     ///
     /// Names: `batch_size`, `decode_parallelism` (whole numbers of at least 1), `io_depth` (a

@@ -29,7 +29,7 @@ use super::reader::{Dataset, DatasetFile};
 use crate::error::{Error, Result, bail};
 use crate::filter::Predicate;
 use crate::io::{IoBudget, IoPlan, IoScheduler, IoStats};
-use crate::options::{DEFAULT_BATCH_SIZE, ReadOptions};
+use crate::options::ReadOptions;
 use crate::read::{FilterCounts, FilterStats, FilteredPlan, ReadBuilder};
 
 /// Files a stream has started reading at once (see the module documentation).
@@ -222,7 +222,7 @@ impl DatasetScan {
         let projection = Arc::new(self.projection().await?);
         let files = self.files()?;
         let (options, budget) = self.resolved();
-        let batch_size = options.batch_size.unwrap_or(DEFAULT_BATCH_SIZE);
+        let batch_size = options.batch_size.unwrap_or(options.default_batch_size());
         let counters = Arc::new(StreamCounters::default());
         let read_options = ReadOptions { io_budget: Some(budget.clone()), ..self.options.clone() };
         let scan = Arc::new(DatasetScan { options: read_options, ..self });

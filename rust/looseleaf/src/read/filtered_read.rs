@@ -41,7 +41,6 @@ use crate::filter::evaluate::{FilterColumns, evaluate};
 use crate::filter::prune::candidate_rows;
 use crate::filter::{BoundPredicate, ZoneCounts};
 use crate::io::IoPlan;
-use crate::options::DEFAULT_BATCH_SIZE;
 use crate::read::metrics::ReadMetrics;
 
 /// Most rows of one chunk of stages 2 and 3.
@@ -186,7 +185,7 @@ async fn setup(builder: &ReadBuilder) -> Result<Setup> {
     let target = CHUNK_FILTER_BYTES.min(builder.io_options().buffer.get() / 4);
     let chunk_rows = (target / row_bytes).clamp(8192, MAX_CHUNK_ROWS);
     let options = builder.resolved_options();
-    let batch_size = options.batch_size.unwrap_or(DEFAULT_BATCH_SIZE).get();
+    let batch_size = options.batch_size.unwrap_or(options.default_batch_size()).get();
     // Sub-reads record into the read's trace (their batches are the read's, not the caller's:
     // see `ReadBuilder::stream`).
     let base = ReadBuilder::new(file.clone())

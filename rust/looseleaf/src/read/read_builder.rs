@@ -37,7 +37,7 @@ use crate::error::{Result, bail, ensure};
 use crate::filter::Predicate;
 use crate::format::schema::{FieldColumns, Layout};
 use crate::io::{EncodingsIo, IoBudget, IoOptions, IoPlan, IoScheduler, IoStats, PlanningIo};
-use crate::options::{DEFAULT_BATCH_BYTES, DEFAULT_BATCH_SIZE, ReadOptions};
+use crate::options::{DEFAULT_BATCH_BYTES, ReadOptions};
 use crate::trace::{SpanKind, Trace, TraceInfo};
 
 /// Which rows a read wants, as given (checked against the file when the read starts).
@@ -248,7 +248,7 @@ impl ReadBuilder {
                     .map(|page| crate::encodings::physical::largest_dictionary(page.encoding.as_ref()))
                     .max()
                     .unwrap_or(0);
-                let batch_rows = options.batch_size.unwrap_or(DEFAULT_BATCH_SIZE).get() as u64;
+                let batch_rows = options.batch_size.unwrap_or(options.default_batch_size()).get() as u64;
                 tree.field = as_dictionary(&tree.field, largest.max(batch_rows))?;
             }
             ensure!(found, invalid, "dictionary_columns: {name:?} is not among the columns read");
@@ -278,7 +278,8 @@ impl ReadBuilder {
             jobs.extend(field_jobs);
             decoders.push(field_decoder(pages, &context));
         }
-        let batch_size = options.batch_size.unwrap_or_else(|| default_batch_size(row_bytes));
+        let batch_size =
+            options.batch_size.unwrap_or_else(|| default_batch_size(row_bytes, options.default_batch_size()));
         let parallelism = options
             .decode_parallelism
             .unwrap_or_else(|| std::thread::available_parallelism().unwrap_or(NonZeroUsize::MIN));
@@ -508,9 +509,10 @@ fn as_dictionary(field: &FieldRef, max_values: u64) -> Result<FieldRef> {
     Ok(Arc::new(field.as_ref().clone().with_data_type(dictionary)))
 }
 
-/// The default batch size for rows of `row_bytes` stored bytes.
-fn default_batch_size(row_bytes: u64) -> NonZeroUsize {
-    let rows = (DEFAULT_BATCH_BYTES.get() / row_bytes.max(1)).min(DEFAULT_BATCH_SIZE.get() as u64);
+/// The default batch size for rows of `row_bytes` stored bytes: as many as fit in
+/// [`DEFAULT_BATCH_BYTES`], at most `most`.
+fn default_batch_size(row_bytes: u64, most: NonZeroUsize) -> NonZeroUsize {
+    let rows = (DEFAULT_BATCH_BYTES.get() / row_bytes.max(1)).min(most.get() as u64);
     NonZeroUsize::new(rows as usize).unwrap_or(NonZeroUsize::MIN)
 }
 
