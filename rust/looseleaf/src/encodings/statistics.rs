@@ -77,17 +77,28 @@ pub fn page_statistics(block: &DataBlock, kind: ValueKind) -> PageStatistics {
             }
         }
         (DataBlock::VariableWidth(b), _) => {
-            let mut bounds: Option<(&[u8], &[u8])> = None;
+            // The bounds and their first 8 bytes as big-endian numbers: a value whose prefix
+            // lies strictly between theirs changes neither, with no call to `memcmp` (the
+            // comparisons of strings were a tenth of a lineitem write).
+            type Bound<'a> = (&'a [u8], u64);
+            let mut bounds: Option<(Bound, Bound)> = None;
             let data = b.data.as_slice();
             let n = b.num_values as usize;
             for i in (0..n).filter(|i| valid(*i)) {
                 let (Some(start), Some(end)) = (b.offset_at(i), b.offset_at(i + 1)) else { break };
                 let Some(value) = data.get(start as usize..end as usize) else { break };
+                let prefix = prefix_of(value);
                 bounds = Some(match bounds {
-                    None => (value, value),
-                    Some((lo, hi)) => (lo.min(value), hi.max(value)),
+                    None => ((value, prefix), (value, prefix)),
+                    Some((lo, hi)) if prefix > lo.1 && prefix < hi.1 => (lo, hi),
+                    Some((lo, hi)) => {
+                        let lo = if value < lo.0 { (value, prefix) } else { lo };
+                        let hi = if value > hi.0 { (value, prefix) } else { hi };
+                        (lo, hi)
+                    }
                 });
             }
+            let bounds = bounds.map(|((lo, _), (hi, _))| (lo, hi));
             match bounds {
                 Some((lo, hi)) => {
                     let min = lo[..lo.len().min(MAX_BOUND_BYTES)].to_vec();
@@ -105,6 +116,15 @@ pub fn page_statistics(block: &DataBlock, kind: ValueKind) -> PageStatistics {
         _ => (None, None),
     };
     PageStatistics { null_count, min, max }
+}
+
+/// The first 8 bytes of `value` (zero-padded) as a big-endian number: if two values' prefixes
+/// differ, the values compare as their prefixes do.
+fn prefix_of(value: &[u8]) -> u64 {
+    let mut bytes = [0u8; 8];
+    let len = value.len().min(8);
+    bytes[..len].copy_from_slice(&value[..len]);
+    u64::from_be_bytes(bytes)
 }
 
 /// The smallest and largest of the valid integers of `width` bytes in `data`, as their bytes.
