@@ -297,7 +297,7 @@ impl PageEncoder {
                 return encode_rle(DataBlock::FixedWidth(values), self, buffers, policy);
             }
             if policy.allows(EncodingKind::Dictionary)
-                && let Some(distinct) = small_distinct(rows.iter().copied(), n)
+                && let Some((distinct, _)) = small_distinct(rows.iter().copied(), n)
                 && (distinct * w) as u64 + (n as u64 * index_bits(distinct) as u64).div_ceil(8) < plain / 2
             {
                 return encode_dictionary(DataBlock::FixedWidth(values), self, buffers, policy);
@@ -344,15 +344,10 @@ impl PageEncoder {
                 return Ok(constant(0, strings.first().map(|s| s.to_vec()).unwrap_or_default()));
             }
             if policy.allows(EncodingKind::Dictionary)
-                && let Some(distinct) = small_distinct(strings.iter().copied(), n)
+                && let Some((distinct, distinct_bytes)) = small_distinct(strings.iter().copied(), n)
+                && distinct_bytes + (n as u64 * index_bits(distinct) as u64).div_ceil(8) < plain / 2
             {
-                let distinct_bytes: u64 = {
-                    let mut seen = FastSet::default();
-                    strings.iter().filter(|s| seen.insert(**s)).map(|s| s.len() as u64).sum()
-                };
-                if distinct_bytes + (n as u64 * index_bits(distinct) as u64).div_ceil(8) < plain / 2 {
-                    return encode_dictionary(DataBlock::VariableWidth(values), self, buffers, policy);
-                }
+                return encode_dictionary(DataBlock::VariableWidth(values), self, buffers, policy);
             }
             if policy.allows(EncodingKind::Fsst)
                 && let Some((table, codes)) = fsst::compress(&values)?
@@ -392,15 +387,15 @@ fn index_bits(distinct: usize) -> u32 {
     bits_needed(distinct.saturating_sub(1) as u128).max(1)
 }
 
-/// The number of distinct values, if there are few: at most a quarter of the values, and at
-/// most 65536.
+/// The number of distinct values and their total length, if there are few: at most a quarter
+/// of the values, and at most 65536.
 ///
 /// A sample of about 1024 values spread over the page rules out pages that clearly have more:
 /// with `d` distinct values, a sample of `s` holds about `s² / 2d` repeats (the birthday
 /// bound), so a sample with fewer than a quarter of the repeats the limit would give is not
 /// counted. (A sample with a quarter distinct values, the test this replaces, turned away a
 /// vocabulary of 5,000 words in 800,000 values.) The exact count stops at the limit.
-fn small_distinct<'a>(values: impl Iterator<Item = &'a [u8]> + Clone, n: usize) -> Option<usize> {
+fn small_distinct<'a>(values: impl Iterator<Item = &'a [u8]> + Clone, n: usize) -> Option<(usize, u64)> {
     let limit = (n / 4).clamp(1, 65536);
     let step = (n / 1024).max(1);
     let sample: FastSet<&[u8]> = values.clone().step_by(step).collect();
@@ -417,7 +412,7 @@ fn small_distinct<'a>(values: impl Iterator<Item = &'a [u8]> + Clone, n: usize) 
             return None;
         }
     }
-    Some(seen.len())
+    Some((seen.len(), seen.iter().map(|value| value.len() as u64).sum()))
 }
 
 /// Integers: constant, bit-packed, delta, run-length, dictionary or plain, whichever is
