@@ -1281,6 +1281,35 @@ def targets(results: dict[str, Any]) -> list[dict[str, Any]]:
                 "≥ 1.5x",
                 entry["advantage"] >= 1.5,
             )
+    # The bars of the performance round (issue 15), first read and warm process alike.
+    round_bars = [
+        ("scan_steady", "full scan warm process", 1.5),
+        ("projection_warm", "projection first read", 1.5),
+        ("projection_steady", "projection warm process", 1.5),
+        ("take_steady", f"take {TAKE_ROWS} rows warm process", 2.0),
+        ("write", "write", 1.0),
+        ("size", "file size", 1.0),
+    ]
+    for dataset in datasets:
+        for measure, label, bar in round_bars:
+            entry = r.get(dataset, {}).get(measure)
+            if entry:
+                add(
+                    f"{dataset}: {label} vs best peer ({entry['best_peer']})",
+                    f"{entry['advantage']:.2f}x",
+                    f"≥ {bar:g}x",
+                    entry["advantage"] >= bar,
+                )
+    for dataset in datasets:
+        first = measure_value(results, dataset, "looseleaf", "scan_warm")
+        steady = measure_value(results, dataset, "looseleaf", "scan_steady")
+        if first and steady:
+            add(
+                f"{dataset}: first full scan of a process vs a warm process's",
+                f"{first / steady:.2f}x the time ({fmt_seconds(first)} vs {fmt_seconds(steady)})",
+                "≤ 1.25x",
+                first <= 1.25 * steady,
+            )
     for dataset in datasets:
         systems = results["datasets"][dataset]["systems"]
         scan = systems.get("looseleaf", {}).get("measures", {}).get("scan_warm", {})
