@@ -431,11 +431,13 @@ impl FixedWidthBlock {
         ensure!(data.len() >= n * w, corrupt, "dictionary values buffer too short");
         // A copy of a constant width per value, rather than a `memcpy` call of `w` bytes.
         fn pick<const W: usize>(data: &[u8], positions: &[usize]) -> Buffer {
-            let mut out = MutableBuffer::from_len_zeroed(positions.len() * W);
-            for (slot, p) in out.as_slice_mut().chunks_exact_mut(W).zip(positions) {
-                slot.copy_from_slice(&data[p * W..(p + 1) * W]);
+            // Not zeroed first: every byte is pushed.
+            let mut out: Vec<u8> = Vec::with_capacity(positions.len() * W);
+            for p in positions {
+                let value: &[u8; W] = data[p * W..(p + 1) * W].try_into().unwrap_or(&[0; W]);
+                out.extend_from_slice(value);
             }
-            out.into()
+            Buffer::from_vec(out)
         }
         let out = match w {
             1 => pick::<1>(data, positions),
