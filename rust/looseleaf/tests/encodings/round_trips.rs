@@ -255,3 +255,34 @@ proptest! {
         automatic_case(seed, num_rows, page_size, max_input_batch, num_columns);
     }
 }
+
+/// The automatic choice for strings: a vocabulary of a few thousand words (more than a sample
+/// of 1,024 values can show repeated four times) becomes a dictionary; values as short as their
+/// codes, which FSST compresses about as well, stay FSST; unique values are never a dictionary.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn strings_take_a_dictionary_when_it_clearly_pays() {
+    let mut rng = common::rng(21);
+    let len = 50_000;
+    // 5,000 distinct random words: a vocabulary a sample sees repeated ~100 times, not 4×.
+    let words: Vec<String> = (0..5000).map(|i| format!("{:08x}{i}", rng.random::<u32>())).collect();
+    let vocabulary: ArrayRef =
+        Arc::new(StringArray::from_iter_values((0..len).map(|_| words[rng.random_range(0..words.len())].clone())));
+    let codes: ArrayRef =
+        Arc::new(StringArray::from_iter_values((0..len).map(|_| format!("v{}", rng.random_range(0..5000)))));
+    let unique: ArrayRef =
+        Arc::new(StringArray::from_iter_values((0..len).map(|i| format!("{i:08} {}", text(&mut rng, 10)))));
+    let columns =
+        vec![("vocabulary".to_string(), vocabulary), ("codes".to_string(), codes), ("unique".to_string(), unique)];
+    let table = table_of(&columns);
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("strings.leaf");
+    write_table(&path, &table, WriterOptions::default()).await;
+    let reader = FileReader::open_path(&path).await.unwrap();
+    for (field, encodings) in page_encodings(&reader).await {
+        for encoding in encodings {
+            let dictionary = encoded_as(&encoding, EncodingKind::Dictionary);
+            assert_eq!(dictionary, field == "vocabulary", "a page of {field:?} is {encoding}");
+        }
+    }
+    check_reads(&mut rng, &reader, &table, "automatic string encodings").await;
+}
