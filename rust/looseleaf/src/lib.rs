@@ -84,7 +84,10 @@ pub use encodings::strategy::{ColumnPolicies, EncodingKind, EncodingPolicy};
 pub use error::{Error, Result, SourceError};
 pub use format::proto::Compression;
 pub use io::{IoBudget, IoOptions, IoPlan, IoStats};
-pub use options::{ByteCount, DEFAULT_BATCH_BYTES, DEFAULT_BATCH_SIZE, OptionValue, READ_OPTION_NAMES, ReadOptions};
+pub use options::{
+    ByteCount, DEFAULT_BATCH_BYTES, DEFAULT_BATCH_SIZE, DEFAULT_DICTIONARY_BATCH_SIZE, OptionValue, READ_OPTION_NAMES,
+    ReadOptions,
+};
 pub use read::metrics::ReadTimings;
 pub use read::{
     ColumnBounds, ColumnSummary, Comparison, FileMetadata, FileReader, PagePredicate, PageSummary, ReadBuilder,
