@@ -43,6 +43,8 @@ pub struct Step {
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct BatchPlan {
     runs: VecDeque<(Step, u64)>,
+    /// The steps of `runs`, summed: asked before every step (see `DecodeBatchStream`).
+    steps: u64,
 }
 
 impl BatchPlan {
@@ -77,6 +79,7 @@ impl BatchPlan {
         let (step, count) = self.runs.front_mut()?;
         let step = *step;
         *count -= 1;
+        self.steps -= 1;
         if *count == 0 {
             self.runs.pop_front();
         }
@@ -85,7 +88,7 @@ impl BatchPlan {
 
     /// Number of steps left.
     pub fn num_steps(&self) -> u64 {
-        self.runs.iter().map(|(_, count)| count).sum()
+        self.steps
     }
 
     /// Rows left.
@@ -97,6 +100,7 @@ impl BatchPlan {
         if count == 0 || step.rows == 0 {
             return;
         }
+        self.steps += count;
         match self.runs.back_mut() {
             Some((last, n)) if *last == step => *n += count,
             _ => self.runs.push_back((step, count)),
