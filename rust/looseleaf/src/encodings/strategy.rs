@@ -8,7 +8,8 @@
 //! | values | candidates |
 //! |---|---|
 //! | integers (ints, dates, times, timestamps, durations, decimals up to 128 bits) | constant, bit-packed with a frame of reference, delta (non-decreasing), run-length, dictionary, plain |
-//! | floats and other fixed-width values | constant, run-length, dictionary, plain |
+//! | floats (also as fixed-size lists) | constant, run-length, dictionary, ALP-RD, plain |
+//! | other fixed-width values | constant, run-length, dictionary, plain |
 //! | booleans | constant, bitmap |
 //! | strings and binaries | constant, dictionary, FSST, plain; offsets encoded as integers (delta) |
 //!
@@ -24,7 +25,7 @@ use arrow_buffer::{BooleanBuffer, Buffer, MutableBuffer};
 use arrow_schema::DataType;
 
 use super::physical::integers::{BLOCK, bits_needed, read_int, write_int};
-use super::physical::{bitpacked, delta, encode_block, fsst};
+use super::physical::{alp_rd, bitpacked, delta, encode_block, fsst};
 use super::{DataBlock, FixedWidthBlock, VariableWidthBlock};
 use crate::error::{Error, Result, bail};
 use crate::format::proto::{self, encoding::Kind};
@@ -49,11 +50,13 @@ pub enum EncodingKind {
     Dictionary,
     /// FSST string compression.
     Fsst,
+    /// Floats split into coded high bits and packed low bits (ALP-RD).
+    AlpRd,
 }
 
 impl EncodingKind {
     /// The name used in options (`plain`, `constant`, `bitpacked`, `delta`, `rle`, `dictionary`,
-    /// `fsst`).
+    /// `fsst`, `alp_rd`).
     pub fn name(self) -> &'static str {
         match self {
             Self::Plain => "plain",
@@ -63,6 +66,7 @@ impl EncodingKind {
             Self::Rle => "rle",
             Self::Dictionary => "dictionary",
             Self::Fsst => "fsst",
+            Self::AlpRd => "alp_rd",
         }
     }
 }
@@ -79,9 +83,10 @@ impl FromStr for EncodingKind {
             "rle" | "run_length" => Self::Rle,
             "dictionary" | "dict" => Self::Dictionary,
             "fsst" => Self::Fsst,
+            "alp_rd" | "alprd" => Self::AlpRd,
             other => {
                 return Err(Error::invalid_argument(format!(
-                    "unknown encoding {other:?} (known: plain, constant, bitpacked, delta, rle, dictionary, fsst)"
+                    "unknown encoding {other:?} (known: plain, constant, bitpacked, delta, rle, dictionary, fsst, alp_rd)"
                 )));
             }
         })
@@ -102,7 +107,7 @@ impl EncodingPolicy {
     /// for data that does not compress).
     pub fn plain_only() -> Self {
         use EncodingKind::*;
-        Self { force: None, forbid: [Constant, Bitpacked, Delta, Rle, Dictionary, Fsst].into_iter().collect() }
+        Self { force: None, forbid: [Constant, Bitpacked, Delta, Rle, Dictionary, Fsst, AlpRd].into_iter().collect() }
     }
 
     fn allows(&self, kind: EncodingKind) -> bool {
@@ -163,6 +168,17 @@ impl ValueKind {
             | DataType::BinaryView => Self::Bytes,
             DataType::Dictionary(_, value) => Self::of(value),
             _ => Self::Opaque,
+        }
+    }
+}
+
+impl ValueKind {
+    /// The kind of the values the pages of a column of `data_type` hold: that of the items of
+    /// fixed-size lists (stored in the list's column), else [`ValueKind::of`].
+    pub fn of_stored(data_type: &DataType) -> Self {
+        match data_type {
+            DataType::FixedSizeList(item, _) => Self::of_stored(item.data_type()),
+            other => Self::of(other),
         }
     }
 }
@@ -270,6 +286,23 @@ impl PageEncoder {
                 encode_block(DataBlock::Boolean(bits), buffers)
             }
             (DataBlock::VariableWidth(values), _) => self.encode_strings(values, buffers, policy),
+            (DataBlock::FixedSizeList { dimension, values }, _)
+                if matches!(*values, DataBlock::FixedWidth(_) | DataBlock::FixedSizeList { .. }) =>
+            {
+                // The items as values of their own: plain items stay one plain buffer of
+                // `dimension`-times wider values (decoded without a copy), others get a node.
+                let items = self.encode_values(*values, buffers, policy)?;
+                Ok(match items.kind {
+                    Some(Kind::Plain(plain)) if plain.bits_per_value > 1 => node(Kind::Plain(proto::PlainEncoding {
+                        bits_per_value: plain.bits_per_value * dimension,
+                        ..plain
+                    })),
+                    _ => node(Kind::FixedSizeList(proto::FixedSizeListEncoding {
+                        dimension,
+                        values: Some(Box::new(items)),
+                    })),
+                })
+            }
             (other, _) => {
                 check_forced(forced, &[EncodingKind::Plain])?;
                 encode_block(other, buffers)
@@ -301,6 +334,15 @@ impl PageEncoder {
                 && (distinct * w) as u64 + (n as u64 * index_bits(distinct) as u64).div_ceil(8) < plain / 2
             {
                 return encode_dictionary(DataBlock::FixedWidth(values), self, buffers, policy);
+            }
+            // Plain unless ALP-RD saves a tenth of it.
+            if self.kind == ValueKind::Float
+                && policy.allows(EncodingKind::AlpRd)
+                && let Some(split) = alp_rd::choose(&values)
+                && split.estimated_bytes * 10 < plain * 9
+                && let Some(encoding) = alp_rd::encode(&values, &split, plain * 9 / 10, buffers)?
+            {
+                return Ok(node(Kind::AlpRd(encoding)));
             }
         }
         encode_block(DataBlock::FixedWidth(values), buffers)
@@ -581,6 +623,15 @@ fn force_fixed(
                 bail!(invalid, "delta encoding needs non-decreasing values");
             };
             Ok(node(Kind::Delta(delta::encode(&ints, w, width, buffers)?)))
+        }
+        (EncodingKind::AlpRd, None) if encoder.kind == ValueKind::Float => {
+            let Some(split) = alp_rd::choose(&values) else {
+                bail!(invalid, "ALP-RD stores float32 and float64 values only");
+            };
+            match alp_rd::encode(&values, &split, u64::MAX, buffers)? {
+                Some(encoding) => Ok(node(Kind::AlpRd(encoding))),
+                None => bail!(internal, "ALP-RD refused a page without a size limit"),
+            }
         }
         (EncodingKind::Rle, _) => encode_rle(DataBlock::FixedWidth(values), encoder, buffers, policy),
         (EncodingKind::Dictionary, _) => encode_dictionary(DataBlock::FixedWidth(values), encoder, buffers, policy),

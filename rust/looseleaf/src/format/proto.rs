@@ -254,7 +254,7 @@ pub struct BufferLocation {
 #[derive(Clone, PartialEq, prost::Message)]
 pub struct Encoding {
     /// Which encoding, with its parameters and children.
-    #[prost(oneof = "encoding::Kind", tags = "1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12")]
+    #[prost(oneof = "encoding::Kind", tags = "1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13")]
     pub kind: Option<encoding::Kind>,
 }
 
@@ -299,6 +299,9 @@ pub mod encoding {
         /// Strings compressed with a static symbol table (FSST).
         #[prost(message, tag = "12")]
         Fsst(super::FsstEncoding),
+        /// Floats split into a coded left part and bit-packed right part (ALP-RD, format 2.2).
+        #[prost(message, tag = "13")]
+        AlpRd(super::AlpRdEncoding),
     }
 }
 
@@ -463,4 +466,38 @@ pub struct FsstEncoding {
     /// The compressed codes of each value (a [`BinaryEncoding`]).
     #[prost(message, optional, boxed, tag = "2")]
     pub codes: Option<Box<Encoding>>,
+}
+
+/// Floats split in two (ALP-RD): the high `value_bytes × 8 − right_bits` bits of each value (its
+/// left part) as a code into `left_parts`, the low `right_bits` bit-packed as they are. Values
+/// are stored in blocks of 1024: each block's codes, then its right parts, each packed like a
+/// [`BitpackedEncoding`] block. Left parts missing from the table are exceptions, stored with
+/// their row.
+#[derive(Clone, PartialEq, prost::Message)]
+pub struct AlpRdEncoding {
+    /// Width of a value in bytes: 4 (float32) or 8 (float64); also the right parts' lane width.
+    #[prost(uint32, tag = "1")]
+    pub value_bytes: u32,
+    /// Bits of the right part: the left part has `value_bytes × 8 − right_bits`, 1 to 16.
+    #[prost(uint32, tag = "2")]
+    pub right_bits: u32,
+    /// Bits per code (0 to 8).
+    #[prost(uint32, tag = "3")]
+    pub code_bits: u32,
+    /// The left part of each code: exactly `2^code_bits` little-endian `u16`s.
+    #[prost(bytes = "vec", tag = "4")]
+    pub left_parts: Vec<u8>,
+    /// Index of the blocks buffer: per block of 1024 values, `128 × code_bits` bytes of codes
+    /// (lanes of 8 bits) then `128 × right_bits` bytes of right parts (lanes of `value_bytes`).
+    #[prost(uint32, tag = "5")]
+    pub blocks_buffer: u32,
+    /// Number of exceptions.
+    #[prost(uint64, tag = "6")]
+    pub num_exceptions: u64,
+    /// Index of the buffer of exception rows: `num_exceptions` little-endian `u32`s, increasing.
+    #[prost(uint32, tag = "7")]
+    pub exception_rows_buffer: u32,
+    /// Index of the buffer of exception left parts: `num_exceptions` little-endian `u16`s.
+    #[prost(uint32, tag = "8")]
+    pub exception_left_parts_buffer: u32,
 }

@@ -63,7 +63,7 @@ impl ColumnWriter {
         let value_kind = ValueKind::of(&data_type);
         Self {
             kind,
-            encoder: PageEncoder::new(value_kind, policy),
+            encoder: PageEncoder::new(ValueKind::of_stored(&data_type), policy),
             value_kind,
             data_type,
             compression: options.compression,

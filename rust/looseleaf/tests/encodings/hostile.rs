@@ -56,12 +56,22 @@ fn hostile_columns(rng: &mut StdRng) -> Vec<(String, EncodingPolicy, ArrayRef)> 
                 Some(NullBuffer::from_iter((0..n).map(|i| i % 3 != 0))),
             ),
         ),
+        ("alp_rd".into(), forced_flat(EncodingKind::AlpRd), alp_rd_floats(rng)),
         (
             "strings".into(),
             EncodingPolicy::plain_only(),
             bytes_array(&DataType::Binary, &bytes_values(rng, n, BytesShape::Random, false), None),
         ),
     ]
+}
+
+/// Normal float32s with a large value every 100 rows: an ALP-RD page with exceptions.
+fn alp_rd_floats(rng: &mut StdRng) -> ArrayRef {
+    let values = float_array(rng, &DataType::Float32, HOSTILE_ROWS, FloatShape::Normal, None);
+    let values = values.as_primitive::<arrow_array::types::Float32Type>();
+    Arc::new(arrow_array::Float32Array::from_iter_values(
+        values.values().iter().enumerate().map(|(i, v)| if i % 100 == 7 { 3.0e38 } else { *v }),
+    ))
 }
 
 /// The hostile fixture: its bytes, its table, and the column numbers by name.
@@ -154,6 +164,16 @@ fn inconsistent_pages() -> Vec<(&'static str, &'static str, PageEdit)> {
             other => panic!("not FSST: {other:?}"),
         }
     }
+    fn alp_rd(page: &mut PageMetadata) -> &mut looseleaf::format::proto::AlpRdEncoding {
+        match values_node(page) {
+            Kind::AlpRd(a) => a,
+            other => panic!("not ALP-RD: {other:?}"),
+        }
+    }
+    fn exception_rows(page: &mut PageMetadata) -> std::ops::Range<usize> {
+        let index = alp_rd(page).exception_rows_buffer;
+        buffer_range(page, index)
+    }
     fn constant(page: &mut PageMetadata) -> &mut looseleaf::format::proto::ConstantEncoding {
         match values_node(page) {
             Kind::Constant(c) => c,
@@ -193,6 +213,42 @@ fn inconsistent_pages() -> Vec<(&'static str, &'static str, PageEdit)> {
     }
     let n = HOSTILE_ROWS as u32;
     vec![
+        // ALP-RD.
+        ("ALP-RD codes of 9 bits", "alp_rd", Box::new(|p, _| alp_rd(p).code_bits = 9)),
+        ("ALP-RD left parts of 17 bits", "alp_rd", Box::new(|p, _| alp_rd(p).right_bits = 15)),
+        ("ALP-RD without left bits", "alp_rd", Box::new(|p, _| alp_rd(p).right_bits = 32)),
+        ("ALP-RD values of 2 bytes", "alp_rd", Box::new(|p, _| alp_rd(p).value_bytes = 2)),
+        ("ALP-RD left parts missing", "alp_rd", Box::new(|p, _| alp_rd(p).left_parts.truncate(2))),
+        (
+            "ALP-RD left part too wide",
+            "alp_rd",
+            Box::new(|p, _| alp_rd(p).left_parts[0..2].copy_from_slice(&[0xff, 0xff])),
+        ),
+        ("ALP-RD an exception more", "alp_rd", Box::new(|p, _| alp_rd(p).num_exceptions += 1)),
+        (
+            "ALP-RD blocks buffer shorter",
+            "alp_rd",
+            Box::new(|p, _| {
+                let blocks = alp_rd(p).blocks_buffer as usize;
+                p.buffers[blocks].size -= 128;
+            }),
+        ),
+        (
+            "ALP-RD exception rows decreasing",
+            "alp_rd",
+            Box::new(|p, data| {
+                let rows = exception_rows(p);
+                write_u32(data, &rows, 1, 0);
+            }),
+        ),
+        (
+            "ALP-RD exception row past the page",
+            "alp_rd",
+            Box::new(move |p, data| {
+                let rows = exception_rows(p);
+                write_u32(data, &rows, rows.len() / 4 - 1, n);
+            }),
+        ),
         // Bit-packing.
         ("bit width above the lanes", "bitpacked", Box::new(|p, _| bitpacked(p).bit_width = 33)),
         ("bit width of 64 in 32-bit lanes", "bitpacked", Box::new(|p, _| bitpacked(p).bit_width = 64)),
@@ -723,6 +779,25 @@ impl Mutator {
             Some(Kind::Fsst(FsstEncoding { symbols_buffer, codes })) => {
                 self.u32(symbols_buffer);
                 self.child(codes);
+            }
+            Some(Kind::AlpRd(AlpRdEncoding {
+                value_bytes,
+                right_bits,
+                code_bits,
+                left_parts,
+                blocks_buffer,
+                num_exceptions,
+                exception_rows_buffer,
+                exception_left_parts_buffer,
+            })) => {
+                self.u32(value_bytes);
+                self.u32(right_bits);
+                self.u32(code_bits);
+                self.bytes(left_parts);
+                self.u32(blocks_buffer);
+                self.u64(num_exceptions);
+                self.u32(exception_rows_buffer);
+                self.u32(exception_left_parts_buffer);
             }
         }
     }

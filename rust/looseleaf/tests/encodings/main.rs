@@ -29,9 +29,9 @@ use std::time::Duration;
 use arrow_array::cast::AsArray;
 use arrow_array::types::{Int8Type, Int16Type, Int32Type, UInt32Type};
 use arrow_array::{
-    Array, ArrayRef, BinaryArray, BinaryViewArray, BooleanArray, DictionaryArray, Int64Array, LargeBinaryArray,
-    LargeStringArray, PrimitiveArray, RecordBatch, RecordBatchOptions, StringArray, StringViewArray, UInt64Array,
-    make_array,
+    Array, ArrayRef, BinaryArray, BinaryViewArray, BooleanArray, DictionaryArray, FixedSizeListArray, Int64Array,
+    LargeBinaryArray, LargeStringArray, PrimitiveArray, RecordBatch, RecordBatchOptions, StringArray, StringViewArray,
+    UInt64Array, make_array,
 };
 use arrow_buffer::{BooleanBuffer, Buffer, NullBuffer};
 use arrow_data::ArrayDataBuilder;
@@ -218,6 +218,7 @@ fn encoded_as(describe: &str, kind: EncodingKind) -> bool {
         EncodingKind::Rle => values.starts_with("rle("),
         EncodingKind::Dictionary => values.starts_with("dictionary("),
         EncodingKind::Fsst => values.starts_with("fsst("),
+        EncodingKind::AlpRd => values.starts_with("alp_rd("),
     }
 }
 
@@ -229,7 +230,8 @@ fn forced(kind: EncodingKind) -> EncodingPolicy {
 /// node (run ends, dictionary indices, FSST codes' offsets...) are plain bytes a test can edit.
 fn forced_flat(kind: EncodingKind) -> EncodingPolicy {
     use EncodingKind::*;
-    let forbid = [Constant, Bitpacked, Delta, Rle, Dictionary, Fsst].into_iter().filter(|k| *k != kind).collect();
+    let forbid =
+        [Constant, Bitpacked, Delta, Rle, Dictionary, Fsst, AlpRd].into_iter().filter(|k| *k != kind).collect();
     EncodingPolicy { force: Some(kind), forbid }
 }
 
@@ -456,6 +458,8 @@ enum FloatShape {
     Runs,
     /// One special value (NaN, -0.0...).
     Constant,
+    /// Standard normal values (embeddings), with a few random bit patterns among them.
+    Normal,
 }
 
 fn float_array(
@@ -480,6 +484,17 @@ fn float_array(
                 bits.extend(std::iter::repeat_n(value, rng.random_range(1..=200)));
             }
             FloatShape::Constant => bits.push(constant),
+            FloatShape::Normal if rng.random_bool(0.002) => bits.push(rng.random()),
+            FloatShape::Normal => {
+                // Box-Muller.
+                let (u, v): (f64, f64) = (1.0 - rng.random::<f64>(), rng.random());
+                let x = (-2.0 * u.ln()).sqrt() * (std::f64::consts::TAU * v).cos();
+                bits.push(match width {
+                    2 => half::f16::from_f64(x).to_bits() as u64,
+                    4 => (x as f32).to_bits() as u64,
+                    _ => x.to_bits(),
+                });
+            }
         }
     }
     bits.truncate(len);
@@ -671,9 +686,15 @@ fn shaped_array(rng: &mut StdRng, data_type: &DataType, len: usize) -> (String, 
             (format!("shape {shape}"), bool_array(rng, len, shape, nulls))
         }
         DataType::Float16 | DataType::Float32 | DataType::Float64 => {
-            let shape = *[FloatShape::RandomBits, FloatShape::Specials, FloatShape::Runs, FloatShape::Constant]
-                .choose(rng)
-                .unwrap();
+            let shape = *[
+                FloatShape::RandomBits,
+                FloatShape::Specials,
+                FloatShape::Runs,
+                FloatShape::Constant,
+                FloatShape::Normal,
+            ]
+            .choose(rng)
+            .unwrap();
             (format!("{shape:?}"), float_array(rng, data_type, len, shape, nulls))
         }
         t if BYTES_TYPES.contains(t) => {
@@ -814,6 +835,20 @@ fn columns_for(rng: &mut StdRng, kind: EncodingKind, len: usize) -> Vec<(String,
             for t in other_fixed_types() {
                 for mode in [ValueMode::Random, ValueMode::Small] {
                     push(format!("{t} {mode:?}"), fixed_width_other(rng, &t, mode));
+                }
+            }
+        }
+        EncodingKind::AlpRd => {
+            for t in [DataType::Float32, DataType::Float64] {
+                for shape in [
+                    FloatShape::Normal,
+                    FloatShape::RandomBits,
+                    FloatShape::Specials,
+                    FloatShape::Runs,
+                    FloatShape::Constant,
+                ] {
+                    let nulls = random_validity(rng, len);
+                    push(format!("{t} {shape:?}"), float_array(rng, &t, len, shape, nulls));
                 }
             }
         }

@@ -81,6 +81,45 @@ async fn forced_fsst_round_trips() {
     forced_round_trip(16, EncodingKind::Fsst, 600, 4 * MIB, false).await;
 }
 
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn forced_alp_rd_round_trips() {
+    forced_round_trip(40, EncodingKind::AlpRd, 5000, 8 * 1024, true).await;
+    forced_round_trip(41, EncodingKind::AlpRd, 3000, 64 * MIB, false).await;
+    forced_round_trip(42, EncodingKind::AlpRd, 20, 1, true).await;
+}
+
+/// The automatic choice for floats: normal float32s (embeddings, as fixed-size lists and alone,
+/// with nulls) are split with ALP-RD at least a tenth smaller than plain; random bit patterns
+/// stay plain (so do normal float64s: their 11-bit exponents leave less than a tenth to save). Rows are read back through every read path.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn normal_floats_are_split_and_random_bits_stay_plain() {
+    let mut rng = common::rng(43);
+    let (len, dimension) = (12_000, 16);
+    let items = float_array(&mut rng, &DataType::Float32, len * dimension, FloatShape::Normal, None);
+    let item = Arc::new(Field::new("item", DataType::Float32, true));
+    let embeddings: ArrayRef =
+        Arc::new(FixedSizeListArray::try_new(item, dimension as i32, items, random_validity(&mut rng, len)).unwrap());
+    let nulls = random_validity(&mut rng, len);
+    let columns: Vec<(String, ArrayRef)> = vec![
+        ("embeddings".into(), embeddings),
+        ("f32".into(), float_array(&mut rng, &DataType::Float32, len, FloatShape::Normal, nulls)),
+        ("random".into(), float_array(&mut rng, &DataType::Float64, len, FloatShape::RandomBits, None)),
+    ];
+    let table = table_of(&columns);
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("floats.leaf");
+    write_table(&path, &table, WriterOptions::default().with_page_size(64 * 1024)).await;
+    let reader = FileReader::open_path(&path).await.unwrap();
+    let metadata = reader.metadata().await.unwrap();
+    for column in &metadata.columns {
+        let split = column.pages.iter().all(|p| p.encoding.contains("alp_rd("));
+        assert_eq!(split, column.field != "random", "{}: {:?}", column.field, column.pages);
+    }
+    let stored: u64 = metadata.columns[0].pages.iter().flat_map(|p| &p.buffer_sizes).sum();
+    assert!(stored * 10 < (len * dimension * 4) as u64 * 9, "embeddings take {stored} bytes");
+    check_reads(&mut rng, &reader, &table, "automatic float encodings").await;
+}
+
 /// Pages of one row each, forced FSST: each value must be long enough to compress alone.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn forced_fsst_on_pages_of_one_long_row() {
@@ -181,6 +220,7 @@ async fn automatic_choice_uses_every_encoding() {
         ),
         ("floats".into(), float_array(&mut rng, &DataType::Float64, len, FloatShape::Specials, None)),
         ("float runs".into(), float_array(&mut rng, &DataType::Float32, len, FloatShape::Runs, None)),
+        ("normal floats".into(), float_array(&mut rng, &DataType::Float32, len, FloatShape::Normal, None)),
         (
             "few strings".into(),
             bytes_array(&DataType::Utf8, &bytes_values(&mut rng, len, BytesShape::FewDistinct, true), None),
@@ -212,7 +252,7 @@ async fn automatic_choice_uses_every_encoding() {
             }
         }
     }
-    for expected in ["constant", "bitpacked", "delta", "rle", "dictionary", "fsst", "plain", "binary"] {
+    for expected in ["constant", "bitpacked", "delta", "rle", "dictionary", "fsst", "alp_rd", "plain", "binary"] {
         assert!(seen.contains(expected), "no page chose {expected}: {seen:?}");
     }
     check_reads(&mut rng, &reader, &table, "automatic choice").await;

@@ -8,7 +8,7 @@
 
 use std::ops::Range;
 
-use arrow_buffer::{Buffer, MutableBuffer};
+use arrow_buffer::{ArrowNativeType, Buffer, MutableBuffer};
 use fastlanes::{BitPacking, FoR};
 
 use crate::error::{Result, bail, ensure};
@@ -88,36 +88,48 @@ pub fn shared_block_spans(pieces: &[Range<u64>]) -> Vec<(Range<u64>, Range<usize
 /// # Errors
 /// An internal error if a value does not fit `width` bits or the widths are invalid.
 pub fn pack(values: &[u64], width: u32, lane_bytes: usize) -> Result<Buffer> {
-    ensure!(width as usize <= lane_bytes * 8, internal, "bit width {width} exceeds {lane_bytes}-byte lanes");
     if let Some(max) = values.iter().max() {
         ensure!(bits_needed(*max as u128) <= width, internal, "a value does not fit {width} bits");
     }
-    macro_rules! pack_lanes {
-        ($t:ty) => {{
-            let lanes_per_block = BLOCK * width as usize / <$t>::BITS as usize;
-            let mut out: Vec<$t> = Vec::with_capacity(values.len().div_ceil(BLOCK) * lanes_per_block);
-            let mut input = [0 as $t; BLOCK];
-            let mut packed = vec![0 as $t; lanes_per_block];
-            for chunk in values.chunks(BLOCK) {
-                input.fill(0);
-                for (slot, value) in input.iter_mut().zip(chunk) {
-                    *slot = *value as $t;
-                }
-                // SAFETY: `input` holds exactly 1024 values and `packed` exactly
-                // 1024 × width / T::BITS lanes; `width` is at most T::BITS (checked above).
-                unsafe { <$t as BitPacking>::unchecked_pack(width as usize, &input, &mut packed) };
-                out.extend_from_slice(&packed);
-            }
-            Buffer::from_vec(out)
-        }};
-    }
-    Ok(match lane_bytes {
-        1 => pack_lanes!(u8),
-        2 => pack_lanes!(u16),
-        4 => pack_lanes!(u32),
-        8 => pack_lanes!(u64),
+    match lane_bytes {
+        1 => pack_lanes(values.iter().map(|v| *v as u8), width),
+        2 => pack_lanes(values.iter().map(|v| *v as u16), width),
+        4 => pack_lanes(values.iter().map(|v| *v as u32), width),
+        8 => pack_lanes(values.iter().copied(), width),
         other => bail!(internal, "lanes of {other} bytes"),
-    })
+    }
+}
+
+/// Packs `values` of the lane type `T` into blocks of `width` bits (the last block padded with
+/// zeros). Bits of a value above `width` are dropped: callers pass values that fit.
+///
+/// # Errors
+/// An internal error if `width` exceeds the lane width.
+pub fn pack_lanes<T: BitPacking + ArrowNativeType>(values: impl Iterator<Item = T>, width: u32) -> Result<Buffer> {
+    let lane_bits = size_of::<T>() * 8;
+    ensure!(width as usize <= lane_bits, internal, "bit width {width} exceeds {lane_bits}-bit lanes");
+    let mut values = values.peekable();
+    let mut out: Vec<T> = Vec::with_capacity(values.size_hint().0.div_ceil(BLOCK) * BLOCK * width as usize / lane_bits);
+    let mut input = [T::default(); BLOCK];
+    while values.peek().is_some() {
+        input.fill(T::default());
+        for (slot, value) in input.iter_mut().zip(values.by_ref()) {
+            *slot = value;
+        }
+        pack_block(&input, width, &mut out);
+    }
+    Ok(Buffer::from_vec(out))
+}
+
+/// Packs one block of 1024 values in `width` bits (at most the lane width; bits above `width`
+/// are dropped), appending its `1024 × width / T::BITS` lanes to `out`.
+pub fn pack_block<T: BitPacking + ArrowNativeType>(block: &[T; BLOCK], width: u32, out: &mut Vec<T>) {
+    let width = (width as usize).min(size_of::<T>() * 8);
+    let start = out.len();
+    out.resize(start + BLOCK * width / (size_of::<T>() * 8), T::default());
+    // SAFETY: `block` holds exactly 1024 values and the output slice exactly
+    // 1024 × width / T::BITS lanes; `width` is at most T::BITS.
+    unsafe { T::unchecked_pack(width, block, &mut out[start..]) };
 }
 
 /// Unpacks whole blocks of `width`-bit values (lanes of `lane_bytes`) from `packed`, adding

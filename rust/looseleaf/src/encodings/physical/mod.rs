@@ -19,7 +19,9 @@
 //! | [`rle`] | run values, run ends (children) | all runs (the writer uses it when they are few) |
 //! | [`dictionary`] | indices, dictionary (children) | an index's cost plus the whole dictionary (small by choice) |
 //! | [`fsst`] | symbol table, codes (a binary child) | the symbol table plus a binary read |
+//! | [`alp_rd`] | blocks of 1024 (codes, right parts), exceptions | one block and the page's exceptions |
 
+pub mod alp_rd;
 pub mod binary;
 pub mod bitmap;
 pub mod bitpacked;
@@ -103,6 +105,7 @@ pub fn page_scheduler(encoding: Option<&proto::Encoding>, page: &PageContext) ->
         Kind::Rle(rle) => Box::new(rle::RleScheduler::try_new(rle, page)?),
         Kind::Dictionary(dictionary) => Box::new(dictionary::DictionaryScheduler::try_new(dictionary, page)?),
         Kind::Fsst(fsst) => Box::new(fsst::FsstScheduler::try_new(fsst, page)?),
+        Kind::AlpRd(alp_rd) => Box::new(alp_rd::AlpRdScheduler::try_new(alp_rd, page)?),
     })
 }
 
@@ -232,6 +235,10 @@ fn collect_stored(encoding: Option<&proto::Encoding>, used: &mut std::collection
             used.insert(f.symbols_buffer);
             collect_stored(f.codes.as_deref(), used)
         }
+        Kind::AlpRd(a) => {
+            used.extend([a.blocks_buffer, a.exception_rows_buffer, a.exception_left_parts_buffer]);
+            a.left_parts.len() as u64
+        }
     }
 }
 
@@ -276,5 +283,8 @@ pub fn describe(encoding: Option<&proto::Encoding>) -> String {
             describe(d.dictionary.as_deref())
         ),
         Some(Kind::Fsst(f)) => format!("fsst({})", describe(f.codes.as_deref())),
+        Some(Kind::AlpRd(a)) => {
+            format!("alp_rd({}+{})", a.value_bytes * 8 - a.right_bits.min(a.value_bytes * 8), a.right_bits)
+        }
     }
 }
