@@ -107,3 +107,48 @@ def test_large_batches_are_cut_into_pages(tmp_path):
     assert len(pages) >= 20
     assert all(p["bytes"] <= 100_000 for p in pages)
     assert reader.to_table().equals(table)
+
+
+@given(seed=st.integers(0, 2**32 - 1), page_size=st.sampled_from([4096, 65536, 1 << 20]), data=st.data())
+def test_embeddings_split_with_alp_rd_read_back_bit_exact(tmp_path_factory, seed, page_size, data):
+    """Normal float32s (embeddings, as fixed-size lists with null rows, and a column with null
+    values and NaNs) are stored with ALP-RD by default and read back bit for bit on every path."""
+    import numpy as np
+
+    rng = np.random.default_rng(seed)
+    n, dimension = data.draw(st.integers(1, 3000)), data.draw(st.sampled_from([1, 8, 96]))
+    items = rng.standard_normal(n * dimension, dtype=np.float32)
+    items[rng.random(items.size) < 0.001] = np.float32("nan")
+    null_rows = pa.array(rng.random(n) < 0.1)
+    embeddings = pa.FixedSizeListArray.from_arrays(pa.array(items), dimension, mask=null_rows)
+    scalar = pa.array(rng.standard_normal(n, dtype=np.float32), mask=rng.random(n) < 0.2)
+    table = pa.table({"embedding": embeddings, "x": scalar})
+    path = tmp_path_factory.mktemp("alp_rd") / "floats.leaf"
+    looseleaf.write_table(table, path, page_size=page_size)
+    reader = looseleaf.open(path)
+    encodings = {c["field"]: {p["encoding"] for p in c["pages"]} for c in reader.metadata["columns"]}
+    if n * dimension >= 20_000:
+        assert any("alp_rd" in e for e in encodings["embedding"]), encodings
+    # Bit for bit: NaNs compare equal through their bits.
+    def bits(t: pa.Table) -> list:
+        return [t.column("embedding").combine_chunks().flatten().view(pa.int32()), t.column("x").view(pa.int32())]
+
+    assert reader.to_table().equals(table)
+    assert [a.equals(b) for a, b in zip(bits(reader.to_table()), bits(table))] == [True, True]
+    start = data.draw(st.integers(0, n))
+    length = data.draw(st.integers(0, n - start))
+    assert reader.read_range(start, length).read_all().equals(table.slice(start, length))
+    indices = data.draw(st.lists(st.integers(0, n - 1), max_size=50))
+    assert reader.take(indices).equals(table.take(indices))
+
+
+def test_alp_rd_can_be_forced_on_floats_only(tmp_path):
+    values = pa.array([1.5, -2.0, 0.75, 3.0e38] + [1.5] * 1020, pa.float32())
+    path = tmp_path / "forced.leaf"
+    looseleaf.write_table(pa.table({"x": values}), path, encodings={"x": "alp_rd"})
+    reader = looseleaf.open(path)
+    assert reader.metadata["columns"][0]["pages"][0]["encoding"].startswith("alp_rd(")
+    assert reader.to_table().column("x").combine_chunks().equals(values)
+    assert reader.take([3, 0, 2]).column("x").to_pylist() == values.take([3, 0, 2]).to_pylist()
+    with pytest.raises(looseleaf.InvalidArgumentError, match="alp_rd"):
+        looseleaf.write_table(pa.table({"i": pa.array(range(100))}), tmp_path / "ints.leaf", encodings={"i": "alp_rd"})

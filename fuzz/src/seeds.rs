@@ -510,6 +510,23 @@ fn tables() -> Vec<(&'static str, RecordBatch, WriterOptions)> {
             .with_encoding_policy("v", forced(EncodingKind::Fsst))
             .with_encoding_policy("b", forced(EncodingKind::Fsst)),
     ));
+    seeds.push((
+        "alp_rd",
+        batch(vec![
+            ("f", Arc::new(floats(rng, n, 10)), true),
+            (
+                "g",
+                Arc::new(arrow_array::Float32Array::from_iter_values(
+                    (0..n).map(|i| if i % 50 == 3 { 3.0e38 } else { (rng.below(2000) as f32 - 1000.0) / 333.0 }),
+                )),
+                false,
+            ),
+        ]),
+        // Exceptions in "g" (the large values); "f" has nulls under a nullable node.
+        WriterOptions::default()
+            .with_encoding_policy("f", forced(EncodingKind::AlpRd))
+            .with_encoding_policy("g", forced(EncodingKind::AlpRd)),
+    ));
     let mixed = |rng: &mut Rng| {
         batch(vec![
             ("i", Arc::new(ints(rng, n, 100, 10)), true),

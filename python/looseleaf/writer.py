@@ -164,7 +164,7 @@ def write_table(
 
 
 #: Every encoding but plain values.
-_LIGHTWEIGHT = ["constant", "bitpacked", "delta", "rle", "dictionary", "fsst"]
+_LIGHTWEIGHT = ["constant", "bitpacked", "delta", "rle", "dictionary", "fsst", "alp_rd"]
 
 
 def _encodings_arg(

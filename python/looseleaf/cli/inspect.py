@@ -198,7 +198,14 @@ def _estimated_sizes(columns: list[dict[str, Any]], types: dict[str, pa.DataType
         elif pt.is_large_list(type_):
             sizes[column["field"]] = bitmap + 8 * (n + 1)
         elif pt.is_fixed_size_list(type_):
-            sizes[column["field"]] = bitmap
+            # Lists of fixed-width items are stored in the list's column, their items with it.
+            items, item = n, type_
+            while pt.is_fixed_size_list(item):
+                items, item = items * item.list_size, item.value_type
+            try:
+                sizes[column["field"]] = bitmap + math.ceil(items * item.bit_width / 8)
+            except ValueError:
+                sizes[column["field"]] = bitmap
         else:
             try:
                 bits = type_.bit_width

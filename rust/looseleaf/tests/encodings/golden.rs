@@ -44,6 +44,11 @@ fn golden_table() -> (RecordBatch, WriterOptions) {
             Arc::new(arrow_array::Float64Array::from_iter((0..n).map(|i| (i % 4 != 0).then_some(i as f64 / 4.0)))),
             Some(EncodingKind::Plain),
         ),
+        (
+            "alp_rd".into(),
+            Arc::new(arrow_array::Float32Array::from_iter_values((0..n).map(|i| (i as f32 * 0.37).sin()))),
+            Some(EncodingKind::AlpRd),
+        ),
         ("booleans".into(), Arc::new(BooleanArray::from(vec![true; n as usize])), Some(EncodingKind::Constant)),
         (
             "dictionary input".into(),

@@ -41,6 +41,10 @@ fn item_values_to_block(items: &dyn Array) -> Result<DataBlock> {
 pub fn array_from_block(values: DataBlock, nulls: Option<NullBuffer>, item: &FieldRef, size: i32) -> Result<ArrayRef> {
     let dimension = size as u64;
     let child = match values {
+        // Items stored as a dictionary (or run-length) come back as their values.
+        DataBlock::FixedSizeList { dimension: d, values } if d == dimension && values.dictionary().is_some() => {
+            values.materialize()?
+        }
         DataBlock::FixedSizeList { dimension: d, values } if d == dimension => *values,
         // A plain page of `dimension`-times wider values: the same bytes are the child values.
         DataBlock::FixedWidth(block) => {
