@@ -127,19 +127,28 @@ def test_embeddings_split_with_alp_rd_read_back_bit_exact(tmp_path_factory, seed
     looseleaf.write_table(table, path, page_size=page_size)
     reader = looseleaf.open(path)
     encodings = {c["field"]: {p["encoding"] for p in c["pages"]} for c in reader.metadata["columns"]}
-    if n * dimension >= 20_000:
+    if page_size >= 65536 and n * dimension >= 60_000:
+        # (Small pages stay plain: their last block's padding eats the tenth saved.)
         assert any("alp_rd" in e for e in encodings["embedding"]), encodings
-    # Bit for bit: NaNs compare equal through their bits.
-    def bits(t: pa.Table) -> list:
-        return [t.column("embedding").combine_chunks().flatten().view(pa.int32()), t.column("x").view(pa.int32())]
 
-    assert reader.to_table().equals(table)
-    assert [a.equals(b) for a, b in zip(bits(reader.to_table()), bits(table))] == [True, True]
+    def same_bits(got: pa.Table, expected: pa.Table) -> bool:
+        # Bit for bit, NaNs included (which `equals` never finds equal).
+        def bits(t: pa.Table) -> list[pa.Array]:
+            embedding = t.column("embedding").combine_chunks()
+            return [
+                embedding.is_null(),
+                embedding.flatten().view(pa.int32()),
+                t.column("x").combine_chunks().view(pa.int32()),
+            ]
+
+        return all(a.equals(b) for a, b in zip(bits(got), bits(expected), strict=True))
+
+    assert same_bits(reader.to_table(), table)
     start = data.draw(st.integers(0, n))
     length = data.draw(st.integers(0, n - start))
-    assert reader.read_range(start, length).read_all().equals(table.slice(start, length))
+    assert same_bits(reader.read_range(start, length).read_all(), table.slice(start, length))
     indices = data.draw(st.lists(st.integers(0, n - 1), max_size=50))
-    assert reader.take(indices).equals(table.take(indices))
+    assert same_bits(reader.take(indices), table.take(pa.array(indices, pa.int64())))
 
 
 def test_alp_rd_can_be_forced_on_floats_only(tmp_path):
@@ -150,5 +159,6 @@ def test_alp_rd_can_be_forced_on_floats_only(tmp_path):
     assert reader.metadata["columns"][0]["pages"][0]["encoding"].startswith("alp_rd(")
     assert reader.to_table().column("x").combine_chunks().equals(values)
     assert reader.take([3, 0, 2]).column("x").to_pylist() == values.take([3, 0, 2]).to_pylist()
+    ints = pa.table({"i": pa.array(range(100))})
     with pytest.raises(looseleaf.InvalidArgumentError, match="alp_rd"):
-        looseleaf.write_table(pa.table({"i": pa.array(range(100))}), tmp_path / "ints.leaf", encodings={"i": "alp_rd"})
+        looseleaf.write_table(ints, tmp_path / "ints.leaf", encodings={"i": "alp_rd"})

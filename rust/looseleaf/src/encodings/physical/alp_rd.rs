@@ -410,7 +410,7 @@ const SAMPLE: usize = 4096;
 /// `None` for other widths and pages of more than 2^32 values.
 ///
 /// Every left width from 1 to 16 bits and code width from 0 to 8 bits is costed: right parts
-/// and codes at their widths, plus each exception at 6 bytes and [`EXCEPTION_PENALTY`] times
+/// and codes at their widths, plus each exception at 6 bytes and `EXCEPTION_PENALTY` (4) times
 /// more. Left parts seen only once in the sample are not given codes: on data whose high bits
 /// vary a lot, a sample's singletons say nothing of the page.
 pub fn choose(values: &FixedWidthBlock) -> Option<Split> {
