@@ -90,7 +90,7 @@ async fn forced_alp_rd_round_trips() {
 
 /// The automatic choice for floats: normal float32s (embeddings, as fixed-size lists and alone,
 /// with nulls) are split with ALP-RD at least a tenth smaller than plain; random bit patterns
-/// stay plain (so do normal float64s: their 11-bit exponents leave less than a tenth to save). Rows are read back through every read path.
+/// stay plain. Rows are read back through every read path.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn normal_floats_are_split_and_random_bits_stay_plain() {
     let mut rng = common::rng(43);
