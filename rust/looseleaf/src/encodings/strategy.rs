@@ -320,17 +320,20 @@ impl PageEncoder {
         let w = (values.bits_per_value / 8) as usize;
         let n = values.num_values as usize;
         if n as u64 >= MIN_VALUES && w > 0 {
-            let rows: Vec<&[u8]> = values.data.as_slice().chunks_exact(w).take(n).collect();
-            if policy.allows(EncodingKind::Constant) && rows.windows(2).all(|p| p[0] == p[1]) {
-                return Ok(constant(values.bits_per_value, rows.first().map(|r| r.to_vec()).unwrap_or_default()));
+            let rows = values.data.as_slice().chunks_exact(w).take(n);
+            let runs = count_runs(values.data.as_slice(), w, n);
+            if policy.allows(EncodingKind::Constant) && runs == 1 {
+                return Ok(constant(
+                    values.bits_per_value,
+                    rows.clone().next().map(|r| r.to_vec()).unwrap_or_default(),
+                ));
             }
             let plain = (n * w) as u64;
-            let runs = 1 + rows.windows(2).filter(|p| p[0] != p[1]).count() as u64;
             if policy.allows(EncodingKind::Rle) && runs * (w as u64 + 4) * 2 < plain {
                 return encode_rle(DataBlock::FixedWidth(values), self, buffers, policy);
             }
             if policy.allows(EncodingKind::Dictionary)
-                && let Some((distinct, _)) = small_distinct(rows.iter().copied(), n)
+                && let Some((distinct, _)) = small_distinct(rows, n)
                 && (distinct * w) as u64 + (n as u64 * index_bits(distinct) as u64).div_ceil(8) < plain / 2
             {
                 return encode_dictionary(DataBlock::FixedWidth(values), self, buffers, policy);
@@ -428,6 +431,33 @@ fn check_forced(forced: Option<EncodingKind>, possible: &[EncodingKind]) -> Resu
 /// Whether fixed-width values are integers the integer encodings handle (1 to 16 bytes).
 fn integer_width(values: &FixedWidthBlock) -> bool {
     matches!(values.bits_per_value, 8 | 16 | 32 | 64 | 128)
+}
+
+/// Runs of equal consecutive values among the first `n` values of `width` bytes in `data` (1
+/// for none). Values of 1 to 16 bytes are compared as arrays the compiler compares as integers
+/// (a slice comparison per value, `memcmp`, cost as much as the rest of an embeddings write).
+fn count_runs(data: &[u8], width: usize, n: usize) -> u64 {
+    fn runs<const W: usize>(data: &[u8], n: usize) -> u64 {
+        let mut values = data.chunks_exact(W).take(n).map(|c| <[u8; W]>::try_from(c).unwrap_or([0; W]));
+        let Some(mut previous) = values.next() else { return 1 };
+        let mut runs = 1;
+        for value in values {
+            runs += u64::from(value != previous);
+            previous = value;
+        }
+        runs
+    }
+    match width {
+        1 => runs::<1>(data, n),
+        2 => runs::<2>(data, n),
+        4 => runs::<4>(data, n),
+        8 => runs::<8>(data, n),
+        16 => runs::<16>(data, n),
+        _ => {
+            let rows: Vec<&[u8]> = data.chunks_exact(width.max(1)).take(n).collect();
+            1 + rows.windows(2).filter(|p| p[0] != p[1]).count() as u64
+        }
+    }
 }
 
 /// Bits of an index into `distinct` values.

@@ -39,6 +39,8 @@ const EXCEPTION_BYTES: u64 = 6;
 trait Word: BitPacking + ArrowNativeType {
     fn from_u64(value: u64) -> Self;
     fn to_u64(self) -> u64;
+    /// The word of `size_of::<Self>()` little-endian bytes.
+    fn from_le_slice(bytes: &[u8]) -> Self;
 }
 
 impl Word for u32 {
@@ -48,6 +50,9 @@ impl Word for u32 {
     fn to_u64(self) -> u64 {
         self as u64
     }
+    fn from_le_slice(bytes: &[u8]) -> Self {
+        u32::from_le_bytes(bytes.try_into().unwrap_or_default())
+    }
 }
 
 impl Word for u64 {
@@ -56,6 +61,9 @@ impl Word for u64 {
     }
     fn to_u64(self) -> u64 {
         self
+    }
+    fn from_le_slice(bytes: &[u8]) -> Self {
+        u64::from_le_bytes(bytes.try_into().unwrap_or_default())
     }
 }
 
@@ -493,9 +501,9 @@ fn pack<T: Word>(data: &[u8], n: usize, split: &Split, code_of: &[u16], at_most:
         codes.fill(0);
         rights.fill(T::default());
         for (i, bytes) in chunk.chunks_exact(w).enumerate() {
-            let word = read_word(bytes);
+            let word = <T as Word>::from_le_slice(bytes).to_u64();
             let left = (word >> right_bits) as usize;
-            match code_of[left] {
+            match code_of.get(left).copied().unwrap_or(u16::MAX) {
                 u16::MAX => {
                     exception_rows.push((block * BLOCK + i) as u32);
                     exception_left_parts.push(left as u16);
