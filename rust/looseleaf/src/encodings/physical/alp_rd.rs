@@ -80,7 +80,8 @@ struct Layout {
 
 impl Layout {
     fn try_new(encoding: &AlpRdEncoding) -> Result<Self> {
-        let value_bits = encoding.value_bytes * 8;
+        // Checked in this order: each bound keeps the arithmetic of the next from overflowing.
+        let value_bits = encoding.value_bytes.saturating_mul(8);
         let left_bits = value_bits.saturating_sub(encoding.right_bits);
         ensure!(
             matches!(encoding.value_bytes, 4 | 8)
@@ -134,13 +135,18 @@ impl AlpRdScheduler {
     /// The scheduler of `encoding` in `page`.
     pub fn try_new(encoding: &AlpRdEncoding, page: &PageContext) -> Result<Self> {
         let layout = Layout::try_new(encoding)?;
-        let blocks = page.num_rows.div_ceil(BLOCK as u64) * layout.block_len();
+        // Saturated sizes match no buffer: an overflow is a size error.
+        let blocks = page.num_rows.div_ceil(BLOCK as u64).saturating_mul(layout.block_len());
         let blocks = page.buffer(encoding.blocks_buffer, Some(blocks), "ALP-RD blocks")?;
         let n = encoding.num_exceptions;
         ensure!(n <= page.num_rows, corrupt, "{n} ALP-RD exceptions in a page of {} rows", page.num_rows);
-        let exception_rows = page.buffer(encoding.exception_rows_buffer, Some(n * 4), "ALP-RD exception rows")?;
-        let exception_left_parts =
-            page.buffer(encoding.exception_left_parts_buffer, Some(n * 2), "ALP-RD exception left parts")?;
+        let exception_rows =
+            page.buffer(encoding.exception_rows_buffer, Some(n.saturating_mul(4)), "ALP-RD exception rows")?;
+        let exception_left_parts = page.buffer(
+            encoding.exception_left_parts_buffer,
+            Some(n.saturating_mul(2)),
+            "ALP-RD exception left parts",
+        )?;
         Ok(Self { layout, blocks, num_exceptions: n, exception_rows, exception_left_parts, num_rows: page.num_rows })
     }
 }

@@ -284,7 +284,7 @@ pub fn describe(encoding: Option<&proto::Encoding>) -> String {
         ),
         Some(Kind::Fsst(f)) => format!("fsst({})", describe(f.codes.as_deref())),
         Some(Kind::AlpRd(a)) => {
-            format!("alp_rd({}+{})", a.value_bytes * 8 - a.right_bits.min(a.value_bytes * 8), a.right_bits)
+            format!("alp_rd({}+{})", a.value_bytes.saturating_mul(8).saturating_sub(a.right_bits), a.right_bits)
         }
     }
 }
