@@ -68,21 +68,31 @@ def test_nested_round_trip(tmp_path_factory, table, page_size, sizes, data):
         )
 
 
-def test_embeddings_are_one_plain_column(tmp_path):
+def test_embeddings_are_one_column(tmp_path):
+    """A fixed-size list of floats is one column: plain, one buffer of 768-float rows (a row is
+    one read of its bytes); by default its items are split with ALP-RD when that saves a tenth
+    (a row then reads the one or two blocks of 1,024 values holding it)."""
+    import numpy as np
+
     n, dim = 5000, 768
-    values = pa.array([float(i % 997) for i in range(n * dim)], pa.float32())
+    values = pa.array(np.random.default_rng(7).standard_normal(n * dim, dtype=np.float32))
     table = pa.table(
         {"id": pa.array(range(n), pa.int64()), "embedding": pa.FixedSizeListArray.from_arrays(values, dim)}
     )
-    path = tmp_path / "emb.leaf"
-    looseleaf.write_table(table, path)
-    reader = looseleaf.open(path)
-    columns = {c["field"]: c for c in reader.metadata["columns"]}
-    assert set(columns) == {"id", "embedding"}
-    assert {p["encoding"] for p in columns["embedding"]["pages"]} == {f"plain({32 * dim})"}
-    assert reader.to_table().equals(table)
-    assert reader.take([4999, 7]).equals(table.take([4999, 7]))
-    assert reader.plan(indices=[7])["columns"]["embedding"]["bytes"] == 4 * dim
+    for encodings, expected, row_bytes in [
+        ({"embedding": "plain"}, f"plain({32 * dim})", range(4 * dim, 4 * dim + 1)),
+        # Two blocks of 28-bit values, and a few exceptions.
+        (None, f"fixed_size_list({dim}, alp_rd(", range(1, 2 * 128 * 28 + 600)),
+    ]:
+        path = tmp_path / "emb.leaf"
+        looseleaf.write_table(table, path, encodings=encodings)
+        reader = looseleaf.open(path)
+        columns = {c["field"]: c for c in reader.metadata["columns"]}
+        assert set(columns) == {"id", "embedding"}
+        assert all(p["encoding"].startswith(expected) for p in columns["embedding"]["pages"]), columns
+        assert reader.to_table().equals(table)
+        assert reader.take([4999, 7]).equals(table.take([4999, 7]))
+        assert reader.plan(indices=[7])["columns"]["embedding"]["bytes"] in row_bytes
 
 
 def test_projection_of_struct_children_and_list_items(tmp_path):
