@@ -8,6 +8,7 @@ from typing import Any
 __version__: str
 DEFAULT_BATCH_SIZE: int
 DEFAULT_PAGE_SIZE: int
+ENCODINGS: list[str]
 
 class ArrowSchema:
     """A schema exported through the Arrow PyCapsule interface."""

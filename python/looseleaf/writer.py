@@ -163,8 +163,8 @@ def write_table(
     raise InvalidArgumentError(f"cannot write a {type(data).__name__}: expected Arrow data")
 
 
-#: Every encoding but plain values.
-_LIGHTWEIGHT = ["constant", "bitpacked", "delta", "rle", "dictionary", "fsst", "alp_rd"]
+#: Every encoding but plain values (the core's list).
+_LIGHTWEIGHT = [name for name in _looseleaf.ENCODINGS if name != "plain"]
 
 
 def _encodings_arg(

@@ -37,6 +37,7 @@ fn _looseleaf(m: &Bound<'_, PyModule>) -> PyResult<()> {
     // The core owns the defaults; Python shows them, never copies them.
     m.add("DEFAULT_BATCH_SIZE", looseleaf::DEFAULT_BATCH_SIZE.get())?;
     m.add("DEFAULT_PAGE_SIZE", looseleaf::DEFAULT_PAGE_SIZE)?;
+    m.add("ENCODINGS", looseleaf::EncodingKind::ALL.map(|kind| kind.name()).to_vec())?;
     m.add_class::<reader::PyFileReader>()?;
     m.add_class::<writer::PyFileWriter>()?;
     m.add_class::<arrow::PyReadStream>()?;

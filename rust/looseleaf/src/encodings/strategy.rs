@@ -55,6 +55,18 @@ pub enum EncodingKind {
 }
 
 impl EncodingKind {
+    /// Every encoding a policy can name.
+    pub const ALL: [EncodingKind; 8] = [
+        Self::Plain,
+        Self::Constant,
+        Self::Bitpacked,
+        Self::Delta,
+        Self::Rle,
+        Self::Dictionary,
+        Self::Fsst,
+        Self::AlpRd,
+    ];
+
     /// The name used in options (`plain`, `constant`, `bitpacked`, `delta`, `rle`, `dictionary`,
     /// `fsst`, `alp_rd`).
     pub fn name(self) -> &'static str {
@@ -85,8 +97,10 @@ impl FromStr for EncodingKind {
             "fsst" => Self::Fsst,
             "alp_rd" | "alprd" => Self::AlpRd,
             other => {
+                let known: Vec<&str> = Self::ALL.iter().map(|kind| kind.name()).collect();
                 return Err(Error::invalid_argument(format!(
-                    "unknown encoding {other:?} (known: plain, constant, bitpacked, delta, rle, dictionary, fsst, alp_rd)"
+                    "unknown encoding {other:?} (known: {})",
+                    known.join(", ")
                 )));
             }
         })
@@ -106,8 +120,10 @@ impl EncodingPolicy {
     /// Plain values only: every other encoding forbidden (predictable layouts, for tests and
     /// for data that does not compress).
     pub fn plain_only() -> Self {
-        use EncodingKind::*;
-        Self { force: None, forbid: [Constant, Bitpacked, Delta, Rle, Dictionary, Fsst, AlpRd].into_iter().collect() }
+        Self {
+            force: None,
+            forbid: EncodingKind::ALL.into_iter().filter(|kind| *kind != EncodingKind::Plain).collect(),
+        }
     }
 
     fn allows(&self, kind: EncodingKind) -> bool {
