@@ -174,7 +174,15 @@ impl PageScheduler for AlpRdScheduler {
             let mut next = || parts.next().ok_or_else(|| crate::Error::internal("ALP-RD buffers not loaded"));
             let mut loaded = Vec::with_capacity(runs.len());
             for blocks in &runs {
-                loaded.push(LoadedRun { blocks: blocks.clone(), bytes: aligned(next()?, layout.value_bytes) });
+                let bytes = aligned(next()?, layout.value_bytes);
+                // Whole blocks (so whole words): what `block` slices and views as words.
+                ensure!(
+                    bytes.len() as u64 == (blocks.end - blocks.start) * len,
+                    internal,
+                    "ALP-RD blocks loaded as {} bytes",
+                    bytes.len()
+                );
+                loaded.push(LoadedRun { blocks: blocks.clone(), bytes });
             }
             let exceptions = if num_exceptions > 0 {
                 let (rows, left_parts) = (next()?, next()?);
