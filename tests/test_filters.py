@@ -324,8 +324,11 @@ def _kind(t: pa.DataType) -> str:
         return "number"
     if pa.types.is_string(t) or pa.types.is_large_string(t):
         return "string"
-    if pa.types.is_timestamp(t):
-        return "timestamp with a time zone" if t.tz else "timestamp"
+    # Arrow compares dates with timestamps without a time zone (a date is its midnight).
+    if pa.types.is_timestamp(t) and t.tz:
+        return "timestamp with a time zone"
+    if pa.types.is_timestamp(t) or pa.types.is_date(t):
+        return "instant"
     return str(t)
 
 
@@ -338,11 +341,20 @@ def _is_nan(v: Any) -> bool:
     return isinstance(v, float) and math.isnan(v)
 
 
+def _instant(v: Any) -> Any:
+    """A date as the datetime of its midnight (how Arrow compares it with a timestamp)."""
+    if isinstance(v, datetime.date) and not isinstance(v, datetime.datetime):
+        return datetime.datetime(v.year, v.month, v.day)
+    return v
+
+
 def _compare(op: str, left: Any, right: Any) -> bool | None:
     if left is None or right is None:
         return None
     if _is_nan(left) or _is_nan(right):
         return op == "not_eq"
+    if isinstance(left, datetime.datetime) != isinstance(right, datetime.datetime):
+        left, right = _instant(left), _instant(right)
     return {
         "eq": left == right,
         "not_eq": left != right,
