@@ -365,15 +365,44 @@ def _compare(op: str, left: Any, right: Any) -> bool | None:
     }[op]
 
 
+def _pyarrow_mask(spec: tuple, table: pa.Table) -> list[bool | None] | None:
+    """A comparison evaluated by pyarrow alone, as True, False or None per row; None if pyarrow
+    cannot evaluate it either. (A member whose types Python cannot compare, such as a string
+    column and a binary constant, which pyarrow compares by casting, when another member of the
+    predicate sent the whole predicate here.)"""
+    indexed = table.append_column("__row", pa.array(range(table.num_rows), pa.int64()))
+    try:
+        true_rows = set(indexed.filter(expression(spec)).column("__row").to_pylist())
+        false_rows = set(indexed.filter(~expression(spec)).column("__row").to_pylist())
+    except (pa.ArrowNotImplementedError, pa.ArrowTypeError, pa.ArrowInvalid):
+        return None
+    return [True if i in true_rows else False if i in false_rows else None for i in range(table.num_rows)]
+
+
+def _literal_type(spec: tuple) -> pa.DataType:
+    """The type of a comparison's constant, or of an ``is_in``'s values."""
+    if spec[0] == "isin":
+        return pa.array(spec[2]).type
+    value = spec[3]
+    return (value if isinstance(value, pa.Scalar) else pa.scalar(value)).type
+
+
 def exact(spec: tuple, table: pa.Table) -> list[bool | None]:
     """The predicate on every row, evaluated in Python: Kleene logic, numbers compared exactly,
     NaN compares false but for ``!=``, ``is_in`` matches NaN with NaN."""
     n = table.num_rows
     kind = spec[0]
+    if kind in ("cmp", "isin"):
+        try:
+            _check_comparable(column_type(spec[1]), _literal_type(spec))
+        except Incomparable:
+            mask = _pyarrow_mask(spec, table)
+            if mask is None:
+                raise
+            return mask
     if kind == "cmp":
         _, path, op, value, literal_left = spec
         literal = value if isinstance(value, pa.Scalar) else pa.scalar(value)
-        _check_comparable(column_type(path), literal.type)
         value = literal.as_py()
         values = _column_values(table, path)
         if literal_left:
@@ -381,7 +410,6 @@ def exact(spec: tuple, table: pa.Table) -> list[bool | None]:
         return [_compare(op, v, value) for v in values]
     if kind == "isin":
         _, path, values, skip_nulls = spec
-        _check_comparable(column_type(path), pa.array(values).type)
         wanted = [v for v in values if v is not None]
         null_matches = None in values and not skip_nulls
         return [
