@@ -240,3 +240,33 @@ def take_rows(table: pa.Table, indices: list[int]) -> pa.Table:
     """The rows at ``indices``, by slicing (pyarrow's ``take`` has no kernel for view types): the
     independent truth a ``take`` is compared with."""
     return pa.concat_tables([table.slice(0, 0)] + [table.slice(i, 1) for i in indices])
+
+
+def with_views(data_type: pa.DataType) -> pa.DataType:
+    """``data_type`` with its strings and binaries, at any depth, as ``string_view`` and
+    ``binary_view``: what a read with ``string_view=True`` returns (dictionaries unchanged)."""
+    if pa.types.is_string(data_type) or pa.types.is_large_string(data_type):
+        return pa.string_view()
+    if pa.types.is_binary(data_type) or pa.types.is_large_binary(data_type):
+        return pa.binary_view()
+    if pa.types.is_map(data_type):
+        key, item = data_type.key_field, data_type.item_field
+        return pa.map_(key.with_type(with_views(key.type)), item.with_type(with_views(item.type)))
+    if pa.types.is_fixed_size_list(data_type):
+        return pa.list_(_field_with_views(data_type.value_field), data_type.list_size)
+    if pa.types.is_large_list(data_type):
+        return pa.large_list(_field_with_views(data_type.value_field))
+    if pa.types.is_list(data_type):
+        return pa.list_(_field_with_views(data_type.value_field))
+    if pa.types.is_struct(data_type):
+        return pa.struct([_field_with_views(f) for f in data_type])
+    return data_type
+
+
+def _field_with_views(field: pa.Field) -> pa.Field:
+    return field.with_type(with_views(field.type))
+
+
+def schema_with_views(schema: pa.Schema) -> pa.Schema:
+    """``schema`` as a read with ``string_view=True`` returns it."""
+    return pa.schema([_field_with_views(f) for f in schema], metadata=schema.metadata)

@@ -27,7 +27,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import looseleaf
-from strategies import take_rows
+from strategies import schema_with_views, take_rows
 
 ZONE_ROWS = st.sampled_from([16, 100])
 PAGE_SIZES = st.sampled_from([64, 1000, 8192, None])
@@ -529,6 +529,24 @@ def via_take(reader: looseleaf.FileReader, *args: Any, **kwargs: Any) -> pa.Tabl
     return reader.take(*args, **kwargs)
 
 
+def via_views(reader: looseleaf.FileReader, *args: Any, **kwargs: Any) -> pa.Table:
+    """``to_table`` with ``string_view=True``: checks the strings come back as views, then casts
+    them back to the types written (pyarrow's cast) for the comparison."""
+    return written_types(reader, reader.to_table(*args, string_view=True, **kwargs))
+
+
+def via_take_views(reader: looseleaf.FileReader, *args: Any, **kwargs: Any) -> pa.Table:
+    """``take`` with ``string_view=True``, as :func:`via_views`."""
+    return written_types(reader, reader.take(*args, string_view=True, **kwargs))
+
+
+def written_types(reader: looseleaf.FileReader, got: pa.Table) -> pa.Table:
+    """``got``, read with ``string_view=True``, checked to hold views and cast back."""
+    written = pa.schema([reader.schema.field(name) for name in got.column_names])
+    assert got.schema == schema_with_views(written)
+    return got.cast(written)
+
+
 def via_plan(reader: looseleaf.FileReader, *args: Any, **kwargs: Any) -> dict[str, Any]:
     return reader.plan(*args, **kwargs)
 
@@ -560,7 +578,7 @@ def test_every_read_path_filters_as_pyarrow(tmp_path_factory, table, zone_rows, 
         expr = expression(spec)
         context = (str(expr), spec)
         whole = expected(table, spec, expr)
-        for via in (via_to_table, via_read_all, via_stream):
+        for via in (via_to_table, via_read_all, via_stream, via_views):
             check(whole, context, via, reader, filter=expr, **opts)
 
         # Projections: without the filter's columns, and with them (in a random order).
@@ -595,6 +613,7 @@ def test_every_read_path_filters_as_pyarrow(tmp_path_factory, table, zone_rows, 
             indices = data.draw(st.lists(st.integers(0, table.num_rows - 1), max_size=80), label="indices")
             taken = expected(take_rows(table, indices), spec, expr)
             check(taken, (context, indices), via_take, reader, indices, filter=expr, **opts)
+            check(taken, (context, indices), via_take_views, reader, indices, filter=expr, **opts)
             check(
                 selected(taken, without), (context, indices), via_take, reader, indices, without, filter=expr
             )

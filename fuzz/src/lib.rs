@@ -376,6 +376,21 @@ async fn read_all_ways(data: Bytes) -> bool {
             take(read.with_dictionary_columns(dictionary_columns), &[num_rows - 1, 0], "dictionary take").await;
         }
     }
+
+    // Strings and binaries, at any depth, as views over the decoded bytes (arrays built
+    // without Arrow's validation, so `check_batch`'s full validation is the test).
+    drain(file.read().with_string_view(true), None, all, "string views").await;
+    drain(
+        file.read().with_string_view(true).with_options(tight(1)).with_batch_size(nz(3)),
+        Some(3),
+        all,
+        "string views, 1-byte budget",
+    )
+    .await;
+    if num_rows > 0 {
+        let indices = [num_rows - 1, 0, num_rows / 2];
+        take(file.read().with_string_view(true), &indices, "take of string views").await;
+    }
     true
 }
 

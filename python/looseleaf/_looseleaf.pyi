@@ -33,7 +33,8 @@ class Batches:
 
 class FileReader:
     """An open looseleaf file. Every read takes the read options by name (``batch_size``,
-    ``io_depth``, ``io_buffer_bytes``, ``dictionary_columns``, ``decode_parallelism``)."""
+    ``io_depth``, ``io_buffer_bytes``, ``dictionary_columns``, ``decode_parallelism``,
+    ``string_view``)."""
 
     @staticmethod
     def open(

@@ -34,6 +34,9 @@ pub fn check_read_options<'py>(py: Python<'py>, options: Option<&Bound<'py, PyDi
     if let Some(verify) = options.verify_checksums {
         out.set_item("verify_checksums", verify)?;
     }
+    if let Some(views) = options.string_view {
+        out.set_item("string_view", views)?;
+    }
     if let Some(budget) = options.io_budget {
         out.set_item("io_budget", Py::new(py, crate::budget::PyIoBudget { budget })?)?;
     }

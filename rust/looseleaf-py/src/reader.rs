@@ -273,6 +273,7 @@ impl PyFileReader {
         out.set_item("dictionary_columns", options.dictionary_columns.clone())?;
         out.set_item("decode_parallelism", options.decode_parallelism.map(|n| n.get()))?;
         out.set_item("verify_checksums", options.verify_checksums.unwrap_or(true))?;
+        out.set_item("string_view", options.string_view.unwrap_or(false))?;
         let budget = options.io_budget.clone().map(|budget| Py::new(py, crate::budget::PyIoBudget { budget }));
         out.set_item("io_budget", budget.transpose()?)?;
         Ok(out)

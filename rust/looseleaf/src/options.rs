@@ -157,10 +157,15 @@ pub struct ReadOptions {
     /// read's own buffer and depth. Default: the process's
     /// ([`IoBudget::set_process_default`]), if it has one.
     pub io_budget: Option<IoBudget>,
+    /// Whether strings and binaries (at any depth) come back as `Utf8View`/`BinaryView`
+    /// instead of the types they were written as: a view per value over the bytes as decoded
+    /// (the loaded page for plain pages, the dictionary for dictionary-encoded ones), without
+    /// copying them. Default: no. Dictionary columns keep their value type.
+    pub string_view: Option<bool>,
 }
 
 /// The names [`ReadOptions::set`] knows, in the order the documentation lists them.
-pub const READ_OPTION_NAMES: [&str; 9] = [
+pub const READ_OPTION_NAMES: [&str; 10] = [
     "batch_size",
     "io_depth",
     "io_depth_min",
@@ -170,6 +175,7 @@ pub const READ_OPTION_NAMES: [&str; 9] = [
     "dictionary_columns",
     "decode_parallelism",
     "verify_checksums",
+    "string_view",
 ];
 
 /// The bounds of an adaptive depth asked for as `io_depth="auto"` without bounds.
@@ -193,8 +199,8 @@ impl ReadOptions {
     /// `io_depth_max` (the bounds of an adaptive depth; setting either makes the depth
     /// adaptive), `io_buffer_bytes` (a size of at least 1 byte: a number, or text such as
     /// `"64 MiB"`), `io_budget` (an [`IoBudget`] handle, given as [`OptionValue::Budget`]),
-    /// `dictionary_columns` (a list of column names, or one name), `verify_checksums` (a
-    /// boolean, or `true`/`false` as text).
+    /// `dictionary_columns` (a list of column names, or one name), `verify_checksums` and
+    /// `string_view` (booleans, or `true`/`false` as text).
     ///
     /// # Errors
     /// [`Error::InvalidArgument`] naming the option, for an unknown name or a value out of range.
@@ -234,14 +240,8 @@ impl ReadOptions {
                     other => bail!(invalid, "{name} must be a list of column names, got {other}"),
                 })
             }
-            "verify_checksums" => {
-                self.verify_checksums = Some(match &value {
-                    OptionValue::Bool(b) => *b,
-                    OptionValue::Text(text) if text.trim().eq_ignore_ascii_case("true") => true,
-                    OptionValue::Text(text) if text.trim().eq_ignore_ascii_case("false") => false,
-                    other => bail!(invalid, "{name} must be true or false, got {other}"),
-                })
-            }
+            "verify_checksums" => self.verify_checksums = Some(boolean(name, &value)?),
+            "string_view" => self.string_view = Some(boolean(name, &value)?),
             other => bail!(invalid, "unknown read option {other:?} (the options are {})", READ_OPTION_NAMES.join(", ")),
         }
         Ok(())
@@ -257,6 +257,7 @@ impl ReadOptions {
             decode_parallelism: self.decode_parallelism.or(defaults.decode_parallelism),
             verify_checksums: self.verify_checksums.or(defaults.verify_checksums),
             io_budget: self.io_budget.clone().or_else(|| defaults.io_budget.clone()),
+            string_view: self.string_view.or(defaults.string_view),
         }
     }
 
@@ -300,6 +301,16 @@ fn size(name: &str, value: &OptionValue) -> Result<ByteCount> {
         bail!(invalid, "{name} must be at least 1 byte, got {value}");
     }
     Ok(bytes)
+}
+
+/// A boolean (or `true`/`false` as text, any case) from a value given for option `name`.
+fn boolean(name: &str, value: &OptionValue) -> Result<bool> {
+    match value {
+        OptionValue::Bool(b) => Ok(*b),
+        OptionValue::Text(text) if text.trim().eq_ignore_ascii_case("true") => Ok(true),
+        OptionValue::Text(text) if text.trim().eq_ignore_ascii_case("false") => Ok(false),
+        other => bail!(invalid, "{name} must be true or false, got {other}"),
+    }
 }
 
 /// A whole number of at least 1 from a value given for option `name`.
@@ -358,6 +369,8 @@ mod tests {
         assert_eq!(options.verify_checksums, Some(false));
         options.set("verify_checksums", OptionValue::Text("True".into())).unwrap();
         assert_eq!(options.verify_checksums, Some(true));
+        options.set("string_view", OptionValue::Text("true".into())).unwrap();
+        assert_eq!(options.string_view, Some(true));
         for (name, value) in [
             ("batch_size", OptionValue::Int(0)),
             ("io_depth", OptionValue::Int(-3)),
@@ -368,6 +381,7 @@ mod tests {
             ("dictionary_columns", OptionValue::Int(1)),
             ("verify_checksums", OptionValue::Int(1)),
             ("verify_checksums", OptionValue::Text("yes".into())),
+            ("string_view", OptionValue::Int(1)),
         ] {
             let e = options.clone().set(name, value).unwrap_err();
             assert!(matches!(e, Error::InvalidArgument { .. }) && e.to_string().contains(name), "{e}");

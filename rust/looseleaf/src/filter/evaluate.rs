@@ -7,10 +7,11 @@
 //! floats are compared as doubles with IEEE 754 semantics, as Arrow's compute functions do.
 
 use std::collections::HashMap;
+use std::sync::Arc;
 
 use arrow_array::cast::AsArray;
 use arrow_array::types::{Float32Type, Float64Type};
-use arrow_array::{Array, ArrayRef, BooleanArray, Scalar};
+use arrow_array::{Array, ArrayRef, BinaryViewArray, BooleanArray, Scalar, StringViewArray};
 use arrow_buffer::{BooleanBuffer, NullBuffer};
 use arrow_schema::DataType;
 
@@ -77,7 +78,7 @@ fn truth(predicate: &BoundPredicate, columns: &FilterColumns<'_>, len: usize) ->
         BoundPredicate::Same { column, value } => {
             // arrow-ord compares floats by their total order: NaN equals NaN, -0.0 is not 0.0.
             let array = column_array(column, columns)?;
-            Truth::of(&arrow_ord::cmp::eq(&array, &Scalar::new(value.clone()))?)
+            Truth::of(&arrow_ord::cmp::eq(&array, &Scalar::new(as_column_type(&array, value)))?)
         }
         BoundPredicate::NonNull { column, value } => {
             let valid = validity(&column_array(column, columns)?, len);
@@ -190,7 +191,7 @@ fn compare(array: &ArrayRef, op: CompareOp, value: &ArrayRef) -> Result<Truth> {
             Ok(compare_doubles(array, op, value, |i| values[i]))
         }
         _ => {
-            let constant = Scalar::new(value.clone());
+            let constant = Scalar::new(as_column_type(array, value));
             let result = match op {
                 CompareOp::Eq => arrow_ord::cmp::eq(array, &constant),
                 CompareOp::NotEq => arrow_ord::cmp::neq(array, &constant),
@@ -205,6 +206,18 @@ fn compare(array: &ArrayRef, op: CompareOp, value: &ArrayRef) -> Result<Truth> {
 }
 
 /// IEEE 754 comparison of a float column with a double constant.
+/// A constant bound to a string or binary column's stored type, as the view type a read with
+/// `string_view` returns the column in (other constants unchanged).
+fn as_column_type(array: &ArrayRef, value: &ArrayRef) -> ArrayRef {
+    match (array.data_type(), value.data_type()) {
+        (DataType::Utf8View, DataType::Utf8) => Arc::new(StringViewArray::from_iter(value.as_string::<i32>())),
+        (DataType::Utf8View, DataType::LargeUtf8) => Arc::new(StringViewArray::from_iter(value.as_string::<i64>())),
+        (DataType::BinaryView, DataType::Binary) => Arc::new(BinaryViewArray::from_iter(value.as_binary::<i32>())),
+        (DataType::BinaryView, DataType::LargeBinary) => Arc::new(BinaryViewArray::from_iter(value.as_binary::<i64>())),
+        _ => value.clone(),
+    }
+}
+
 fn compare_doubles(array: &ArrayRef, op: CompareOp, value: &ArrayRef, at: impl Fn(usize) -> f64) -> Truth {
     let constant = value.as_primitive_opt::<Float64Type>().map_or(f64::NAN, |v| v.value(0));
     let holds = |i: usize| {

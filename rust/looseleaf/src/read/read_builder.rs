@@ -132,6 +132,12 @@ impl ReadBuilder {
         self
     }
 
+    /// Returns strings and binaries as `Utf8View`/`BinaryView`; see [`ReadOptions::string_view`].
+    pub fn with_string_view(mut self, views: bool) -> Self {
+        self.options.string_view = Some(views);
+        self
+    }
+
     /// How many batches are decoded at once; default: the number of CPUs.
     pub fn with_decode_parallelism(mut self, parallelism: NonZeroUsize) -> Self {
         self.options.decode_parallelism = Some(parallelism);
@@ -252,6 +258,9 @@ impl ReadBuilder {
                 tree.field = as_dictionary(&tree.field, largest.max(batch_rows))?;
             }
             ensure!(found, invalid, "dictionary_columns: {name:?} is not among the columns read");
+        }
+        if options.string_view == Some(true) {
+            fields.iter_mut().for_each(with_string_views);
         }
         let schema = Arc::new(Schema::new_with_metadata(
             fields.iter().map(|f| f.field.clone()).collect::<Vec<_>>(),
@@ -479,6 +488,28 @@ impl ReadBuilder {
         drop(stream);
         Ok(planner.plan())
     }
+}
+
+/// `tree` with its strings and binaries, at any depth, read as views. Dictionaries keep their
+/// value type (a dictionary column is already without copies of its values).
+fn with_string_views(tree: &mut FieldColumns) {
+    fn view_type(data_type: &DataType) -> DataType {
+        match data_type {
+            DataType::Utf8 | DataType::LargeUtf8 => DataType::Utf8View,
+            DataType::Binary | DataType::LargeBinary => DataType::BinaryView,
+            DataType::List(item) => DataType::List(view_field(item)),
+            DataType::LargeList(item) => DataType::LargeList(view_field(item)),
+            DataType::FixedSizeList(item, size) => DataType::FixedSizeList(view_field(item), *size),
+            DataType::Map(entries, sorted) => DataType::Map(view_field(entries), *sorted),
+            DataType::Struct(fields) => DataType::Struct(fields.iter().map(view_field).collect()),
+            other => other.clone(),
+        }
+    }
+    fn view_field(field: &FieldRef) -> FieldRef {
+        Arc::new(field.as_ref().clone().with_data_type(view_type(field.data_type())))
+    }
+    tree.field = view_field(&tree.field);
+    tree.children.iter_mut().for_each(with_string_views);
 }
 
 /// `field` with its flat type read as a dictionary with the narrowest signed keys (the Arrow

@@ -130,6 +130,9 @@ pub fn materialize(
     let DataBlock::FixedWidth(indices) = indices else { bail!(corrupt, "dictionary indices are not integers") };
     ensure!(indices.bits_per_value <= 32, corrupt, "dictionary indices of {} bits", indices.bits_per_value);
     let positions = indices.map_unsigned(|index| index as u32)?;
+    if let (DataBlock::VariableWidth(dictionary), DataType::Utf8View | DataType::BinaryView) = (dictionary, data_type) {
+        return super::views::view_array(dictionary, Some(&positions), nulls, data_type);
+    }
     if let DataBlock::VariableWidth(dictionary) = dictionary
         && dictionary.num_values > positions.len() as u64
         && matches!(data_type, DataType::Utf8 | DataType::LargeUtf8 | DataType::Binary | DataType::LargeBinary)

@@ -11,6 +11,7 @@ pub mod dictionary;
 pub mod fixed_size_list;
 pub mod list;
 pub mod primitive;
+pub mod views;
 
 use arrow_array::cast::AsArray;
 use arrow_array::{Array, ArrayRef};

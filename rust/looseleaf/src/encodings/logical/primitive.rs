@@ -7,7 +7,7 @@
 //! | null | all-null |
 //! | boolean | bits |
 //! | ints, floats, temporals, decimals, intervals, fixed-size binary | fixed width |
-//! | utf8, binary (and large, view) | variable width (views are converted to offsets) |
+//! | utf8, binary (and large, view) | variable width (views are converted to offsets; read back as views over the block's bytes, see [`super::views`]) |
 //!
 //! Nulls wrap the block in a validity bitmap; an array of nulls only becomes an all-null block.
 //! Arrays built from blocks are validated by Arrow (offsets in bounds, UTF-8), so damaged data
@@ -16,7 +16,6 @@
 use std::sync::Arc;
 
 use arrow_array::cast::AsArray;
-use arrow_array::types::{BinaryViewType, StringViewType};
 use arrow_array::{Array, ArrayRef, BooleanArray, GenericByteViewArray, NullArray, make_array, new_null_array};
 use arrow_buffer::{Buffer, MutableBuffer, NullBuffer};
 use arrow_data::ArrayDataBuilder;
@@ -197,6 +196,9 @@ fn variable_width_array(
     nulls: Option<NullBuffer>,
     data_type: &DataType,
 ) -> Result<ArrayRef> {
+    if let DataType::Utf8View | DataType::BinaryView = data_type {
+        return super::views::view_array(&block, None, nulls, data_type);
+    }
     let large = matches!(data_type, DataType::LargeUtf8 | DataType::LargeBinary);
     let wanted_bits = if large { 64 } else { 32 };
     let offsets = if block.bits_per_offset == wanted_bits {
@@ -216,24 +218,14 @@ fn variable_width_array(
             })?;
         Buffer::from_vec(narrow)
     };
-    let stored_type = match data_type {
-        DataType::Utf8View => DataType::Utf8,
-        DataType::BinaryView => DataType::Binary,
-        other => other.clone(),
-    };
-    let data = ArrayDataBuilder::new(stored_type)
+    let data = ArrayDataBuilder::new(data_type.clone())
         .len(block.num_values as usize)
         .add_buffer(offsets)
         .add_buffer(block.data)
         .nulls(nulls)
         .align_buffers(true)
         .build()?;
-    let array = make_array(data);
-    Ok(match data_type {
-        DataType::Utf8View => Arc::new(GenericByteViewArray::<StringViewType>::from(array.as_string::<i32>())),
-        DataType::BinaryView => Arc::new(GenericByteViewArray::<BinaryViewType>::from(array.as_binary::<i32>())),
-        _ => array,
-    })
+    Ok(make_array(data))
 }
 
 /// Estimated size in bytes of `array` once encoded, used to cut pages.
