@@ -34,32 +34,8 @@ pub fn page_statistics(block: &DataBlock, kind: ValueKind) -> PageStatistics {
                 .map_or((None, None), |(lo, hi)| (Some(lo), Some(hi)))
         }
         (DataBlock::FixedWidth(b), ValueKind::Float) => {
-            let w = (b.bits_per_value / 8) as usize;
-            let as_f64 = |bytes: &[u8]| -> f64 {
-                match bytes.len() {
-                    2 => f16::from_le_bytes([bytes[0], bytes[1]]).to_f64(),
-                    4 => f32::from_le_bytes([bytes[0], bytes[1], bytes[2], bytes[3]]) as f64,
-                    _ => f64::from_le_bytes(bytes.try_into().unwrap_or([0; 8])),
-                }
-            };
-            let mut bounds: Option<(f64, &[u8], f64, &[u8])> = None;
-            if matches!(w, 2 | 4 | 8) {
-                for (i, bytes) in b.data.as_slice().chunks_exact(w).enumerate() {
-                    let v = as_f64(bytes);
-                    if !valid(i) || v.is_nan() {
-                        continue;
-                    }
-                    bounds = Some(match bounds {
-                        None => (v, bytes, v, bytes),
-                        Some((lo, lo_b, hi, hi_b)) => {
-                            let (lo, lo_b) = if v < lo { (v, bytes) } else { (lo, lo_b) };
-                            let (hi, hi_b) = if v > hi { (v, bytes) } else { (hi, hi_b) };
-                            (lo, lo_b, hi, hi_b)
-                        }
-                    });
-                }
-            }
-            bounds.map_or((None, None), |(_, lo, _, hi)| (Some(lo.to_vec()), Some(hi.to_vec())))
+            float_bounds(b.data.as_slice(), (b.bits_per_value / 8) as usize, validity)
+                .map_or((None, None), |(lo, hi)| (Some(lo), Some(hi)))
         }
         (DataBlock::Boolean(bits), _) => {
             let (mut any_false, mut any_true) = (false, false);
@@ -121,10 +97,16 @@ pub fn page_statistics(block: &DataBlock, kind: ValueKind) -> PageStatistics {
 /// The first 8 bytes of `value` (zero-padded) as a big-endian number: if two values' prefixes
 /// differ, the values compare as their prefixes do.
 fn prefix_of(value: &[u8]) -> u64 {
-    let mut bytes = [0u8; 8];
-    let len = value.len().min(8);
-    bytes[..len].copy_from_slice(&value[..len]);
-    u64::from_be_bytes(bytes)
+    match value.first_chunk::<8>() {
+        Some(first) => u64::from_be_bytes(*first),
+        // Shifted in byte by byte: a copy into a zeroed array then a load stalls the load
+        // on the copy's stores (two thirds of the statistics of short strings).
+        None => value
+            .iter()
+            .fold(0u64, |prefix, byte| prefix << 8 | *byte as u64)
+            .checked_shl(8 * (8 - value.len() as u32))
+            .unwrap_or(0),
+    }
 }
 
 /// The smallest and largest of the valid integers of `width` bytes in `data`, as their bytes.
@@ -177,6 +159,67 @@ fn integer_bounds(
     }
 }
 
+/// The smallest and largest of the valid, non-NaN floats of `width` bytes in `data`, as their
+/// bytes: the first of equal ones (`-0.0` or `0.0`, whichever comes first).
+///
+/// `if v < lo { v } else { lo }` is the semantics of the processor's `min` instructions (NaN
+/// and ties keep `lo`), so the loops vectorize (a loop over `f64`s converted from byte slices,
+/// with an `Option` of bounds, was a tenth of a write of the wide table).
+fn float_bounds(
+    data: &[u8],
+    width: usize,
+    validity: Option<&arrow_buffer::BooleanBuffer>,
+) -> Option<(Vec<u8>, Vec<u8>)> {
+    macro_rules! bounds {
+        ($t:ty) => {{
+            const W: usize = std::mem::size_of::<$t>();
+            let values = data.chunks_exact(W).map(|c| <$t>::from_le_bytes(c.try_into().unwrap_or([0; W])));
+            let (mut lo, mut hi) = (<$t>::INFINITY, <$t>::NEG_INFINITY);
+            let mut any = false;
+            match validity {
+                None => {
+                    for v in values {
+                        lo = if v < lo { v } else { lo };
+                        hi = if v > hi { v } else { hi };
+                    }
+                    // Some value is not NaN exactly when the bounds no longer cross (a lone
+                    // infinity leaves its own bound at the initial value, which it equals).
+                    any = lo <= hi;
+                }
+                Some(valid) => {
+                    for (v, ok) in values.zip(valid.iter()) {
+                        if ok && !v.is_nan() {
+                            lo = if v < lo { v } else { lo };
+                            hi = if v > hi { v } else { hi };
+                            any = true;
+                        }
+                    }
+                }
+            }
+            any.then(|| (lo.to_le_bytes().to_vec(), hi.to_le_bytes().to_vec()))
+        }};
+    }
+    match width {
+        2 => {
+            let values = data.chunks_exact(2).map(|c| f16::from_le_bytes([c[0], c[1]]));
+            let mut bounds: Option<(f16, f16)> = None;
+            for (i, v) in values.enumerate() {
+                if validity.is_some_and(|valid| !valid.value(i)) || v.is_nan() {
+                    continue;
+                }
+                bounds = Some(match bounds {
+                    None => (v, v),
+                    Some((lo, hi)) => (if v < lo { v } else { lo }, if v > hi { v } else { hi }),
+                });
+            }
+            bounds.map(|(lo, hi)| (lo.to_le_bytes().to_vec(), hi.to_le_bytes().to_vec()))
+        }
+        4 => bounds!(f32),
+        8 => bounds!(f64),
+        _ => None,
+    }
+}
+
 /// A statistics bound decoded for inspection.
 #[derive(Debug, Clone, PartialEq)]
 pub enum StatValue {
@@ -218,5 +261,69 @@ pub fn decode_bound(bytes: &[u8], data_type: &arrow_schema::DataType) -> Option<
             _ => Some(StatValue::Bytes(bytes.to_vec())),
         },
         _ => None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use arrow_buffer::BooleanBuffer;
+
+    /// The bounds as the definition says: the first smallest and first largest valid non-NaN
+    /// value, by a plain scan.
+    fn naive(values: &[f64], valid: &[bool]) -> Option<(u64, u64)> {
+        let mut bounds: Option<(f64, f64)> = None;
+        for (v, ok) in values.iter().zip(valid) {
+            if !ok || v.is_nan() {
+                continue;
+            }
+            bounds = Some(match bounds {
+                None => (*v, *v),
+                Some((lo, hi)) => (if *v < lo { *v } else { lo }, if *v > hi { *v } else { hi }),
+            });
+        }
+        bounds.map(|(lo, hi)| (lo.to_bits(), hi.to_bits()))
+    }
+
+    #[test]
+    fn prefixes_order_as_their_values() {
+        let values: [&[u8]; 9] = [b"", b"\0", b"a", b"a\0", b"ab", b"abcdefg", b"abcdefgh", b"abcdefghi", b"\xff"];
+        for a in values {
+            for b in values {
+                let (pa, pb) = (prefix_of(a), prefix_of(b));
+                if pa != pb {
+                    assert_eq!(pa.cmp(&pb), a.cmp(b), "{a:?} {b:?}");
+                }
+            }
+        }
+        assert_eq!(prefix_of(b"ab"), u64::from_be_bytes(*b"ab\0\0\0\0\0\0"));
+    }
+
+    #[test]
+    fn float_bounds_skip_nans_and_nulls_and_keep_the_first_of_equal_zeros() {
+        let special = [f64::NAN, 0.0, -0.0, f64::INFINITY, f64::NEG_INFINITY, 1.5, -2.25, 1e300];
+        let mut state = 7u64;
+        let mut next = || {
+            state = state.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+            (state >> 33) as usize
+        };
+        for case in 0..500 {
+            let n = next() % 40;
+            let values: Vec<f64> = (0..n).map(|_| special[next() % special.len()]).collect();
+            let valid: Vec<bool> = (0..n).map(|_| case % 2 == 0 || next() % 3 > 0).collect();
+            let data: Vec<u8> = values.iter().flat_map(|v| v.to_le_bytes()).collect();
+            let validity = (case % 2 == 1).then(|| BooleanBuffer::from(valid.clone()));
+            let got = float_bounds(&data, 8, validity.as_ref()).map(|(lo, hi)| {
+                (u64::from_le_bytes(lo.try_into().unwrap()), u64::from_le_bytes(hi.try_into().unwrap()))
+            });
+            assert_eq!(got, naive(&values, &valid), "{values:?} {valid:?}");
+            let narrow: Vec<u8> = values.iter().flat_map(|v| (*v as f32).to_le_bytes()).collect();
+            let got32 = float_bounds(&narrow, 4, validity.as_ref()).map(|(lo, hi)| {
+                let f = |b: Vec<u8>| f32::from_le_bytes(b.try_into().unwrap()) as f64;
+                (f(lo).to_bits(), f(hi).to_bits())
+            });
+            let as32: Vec<f64> = values.iter().map(|v| *v as f32 as f64).collect();
+            assert_eq!(got32, naive(&as32, &valid), "{as32:?} {valid:?}");
+        }
     }
 }

@@ -401,6 +401,13 @@ impl PageEncoder {
             Some(other) => bail!(invalid, "{} cannot encode strings", other.name()),
         }
         if policy.force.is_none() && n as u64 >= MIN_VALUES {
+            // Trained at most once, when first needed (dictionary candidates weigh it).
+            let trained = std::cell::OnceCell::new();
+            let trained_fsst = || {
+                trained
+                    .get_or_init(|| policy.allows(EncodingKind::Fsst).then(|| fsst::train(&strings)).flatten())
+                    .as_ref()
+            };
             if policy.allows(EncodingKind::Constant) && strings.windows(2).all(|p| p[0] == p[1]) {
                 return Ok(constant(0, strings.first().map(|s| s.to_vec()).unwrap_or_default()));
             }
@@ -411,13 +418,13 @@ impl PageEncoder {
                 // A dictionary must also beat FSST clearly: a read gathers its values row by
                 // row, where FSST decodes the page's bytes in one pass (on the wide table's
                 // columns of 5,000 short values, a dictionary 18% smaller read 11% slower).
-                let fsst = policy.allows(EncodingKind::Fsst).then(|| fsst::estimated_size(&strings)).flatten();
+                let fsst = trained_fsst().map(|trained| trained.estimated_size(&strings));
                 if dictionary < plain / 2 && fsst.is_none_or(|fsst| dictionary * 3 < fsst * 2) {
                     return encode_dictionary(DataBlock::VariableWidth(values), self, buffers, policy);
                 }
             }
-            if policy.allows(EncodingKind::Fsst)
-                && let Some((table, codes)) = fsst::compress(&values)?
+            if let Some(trained) = trained_fsst()
+                && let Some((table, codes)) = trained.compress(&strings)
                 && (codes.data.len() as u64 + table.len() as u64) * 10 < data.len() as u64 * 8
             {
                 return encode_fsst(table, codes, buffers, policy);

@@ -295,27 +295,78 @@ impl PageDecoder for FsstDecoder {
     }
 }
 
-/// Up to 32 KiB of values spread over a page's `strings` (of `total` bytes), the sample a
-/// table is trained on; `None` for pages too small to compress.
-fn training_sample<'a>(strings: &[&'a [u8]], total: usize) -> Option<Vec<&'a [u8]>> {
+/// Positions of up to 32 KiB of values spread over a page of `total` bytes in `count` values,
+/// the sample a table is trained on; `None` for pages too small to compress.
+fn training_sample(count: usize, total: usize) -> Option<Vec<usize>> {
     if total < 1024 {
         return None;
     }
     let step = (total / (32 * 1024)).max(1);
-    Some(strings.iter().step_by(step).copied().collect())
+    Some((0..count).step_by(step).collect())
 }
 
-/// The estimated size of `strings` compressed (codes and table, without offsets): a table
-/// trained as [`compress`] trains it, its compression ratio on the sample applied to all the
-/// bytes. `None` for pages too small to compress.
-pub fn estimated_size(strings: &[&[u8]]) -> Option<u64> {
+/// A symbol table trained on a sample of one page's values: what [`Trained::estimated_size`]
+/// judges and [`Trained::compress`] uses, so that a page weighed against a dictionary is
+/// trained once (training is most of the cost of FSST on a write).
+pub struct Trained {
+    compressor: Compressor,
+    sample: Vec<usize>,
+    total: usize,
+}
+
+/// Trains a symbol table on a sample of `strings`; `None` for pages too small to compress.
+pub fn train(strings: &[&[u8]]) -> Option<Trained> {
     let total: usize = strings.iter().map(|s| s.len()).sum();
-    let sample = training_sample(strings, total)?;
-    let compressor = Compressor::train(&sample);
-    let sample_bytes: usize = sample.iter().map(|s| s.len()).sum();
-    let codes: usize = sample.iter().map(|s| compressor.compress(s).len()).sum();
-    let table = 1 + compressor.n_symbols() * 9;
-    Some((codes as f64 / sample_bytes.max(1) as f64 * total as f64) as u64 + table as u64)
+    let sample = training_sample(strings.len(), total)?;
+    let compressor = Compressor::train(&sample.iter().map(|i| strings[*i]).collect());
+    Some(Trained { compressor, sample, total })
+}
+
+impl Trained {
+    /// The estimated size of the page's `strings` (those it was trained on) compressed, codes
+    /// and table without offsets: the table's compression ratio on the sample applied to all
+    /// the bytes.
+    pub fn estimated_size(&self, strings: &[&[u8]]) -> u64 {
+        let (mut sample_bytes, mut codes) = (0usize, 0usize);
+        for string in self.sample.iter().filter_map(|i| strings.get(*i)) {
+            sample_bytes += string.len();
+            codes += self.compressor.compress(string).len();
+        }
+        let table = 1 + self.compressor.n_symbols() * 9;
+        (codes as f64 / sample_bytes.max(1) as f64 * self.total as f64) as u64 + table as u64
+    }
+
+    /// Compresses all of `strings`; returns the serialised table and the codes, or `None` if
+    /// compression does not pay.
+    pub fn compress(&self, strings: &[&[u8]]) -> Option<(Buffer, VariableWidthBlock)> {
+        let compressor = &self.compressor;
+        // A value compresses to at most two bytes per byte (every byte escaped).
+        let mut codes: Vec<u8> = Vec::with_capacity(2 * self.total + 8);
+        let mut code_offsets = Vec::with_capacity(strings.len() + 1);
+        code_offsets.push(0u64);
+        for string in strings {
+            let at = codes.len();
+            // SAFETY: the spare capacity holds at least twice the bytes of the values not yet
+            // compressed, this one's included, which is the most it compresses to.
+            let written =
+                unsafe { compressor.compress_into(string, &mut codes.spare_capacity_mut()[..2 * string.len()]) };
+            // SAFETY: `compress_into` initialised `written` bytes after `at`.
+            unsafe { codes.set_len(at + written) };
+            code_offsets.push(codes.len() as u64);
+        }
+        let table_bytes = 1 + compressor.n_symbols() * 9;
+        if codes.len() + table_bytes + strings.len() >= self.total {
+            return None;
+        }
+        let n = compressor.n_symbols();
+        let mut table = MutableBuffer::with_capacity(table_bytes);
+        table.push(n as u8);
+        table.extend_from_slice(&compressor.symbol_lengths()[..n]);
+        for symbol in &compressor.symbol_table()[..n] {
+            table.extend_from_slice(&symbol.to_u64().to_le_bytes());
+        }
+        Some((table.into(), VariableWidthBlock::from_offsets(code_offsets, Buffer::from_vec(codes))))
+    }
 }
 
 /// Trains a symbol table on a sample of `values` and compresses all of them; returns the
@@ -324,34 +375,7 @@ pub fn compress(values: &VariableWidthBlock) -> Result<Option<(Buffer, VariableW
     let offsets = values.offsets_u64()?;
     let data = values.data.as_slice();
     let strings: Vec<&[u8]> = offsets.windows(2).map(|w| &data[w[0] as usize..w[1] as usize]).collect();
-    let total: usize = strings.iter().map(|s| s.len()).sum();
-    let Some(sample) = training_sample(&strings, total) else { return Ok(None) };
-    let compressor = Compressor::train(&sample);
-    let mut codes = MutableBuffer::with_capacity(total / 2);
-    let mut code_offsets = Vec::with_capacity(strings.len() + 1);
-    code_offsets.push(0u64);
-    for string in &strings {
-        codes.extend_from_slice(&compressor.compress(string));
-        code_offsets.push(codes.len() as u64);
-    }
-    let table_bytes = 1 + compressor.n_symbols() * 9;
-    if codes.len() + table_bytes + strings.len() >= total {
-        return Ok(None);
-    }
-    let n = compressor.n_symbols();
-    let mut table = MutableBuffer::with_capacity(table_bytes);
-    table.push(n as u8);
-    table.extend_from_slice(&compressor.symbol_lengths()[..n]);
-    for symbol in &compressor.symbol_table()[..n] {
-        table.extend_from_slice(&symbol.to_u64().to_le_bytes());
-    }
-    let codes = VariableWidthBlock::concat(&[VariableWidthBlock {
-        offsets: Buffer::from_vec(code_offsets),
-        bits_per_offset: 64,
-        data: codes.into(),
-        num_values: strings.len() as u64,
-    }])?;
-    Ok(Some((table.into(), codes)))
+    Ok(train(&strings).and_then(|trained| trained.compress(&strings)))
 }
 
 #[cfg(test)]
