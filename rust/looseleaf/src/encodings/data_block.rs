@@ -8,7 +8,7 @@
 
 use std::sync::Arc;
 
-use arrow_buffer::{BooleanBuffer, BooleanBufferBuilder, Buffer, MutableBuffer};
+use arrow_buffer::{ArrowNativeType, BooleanBuffer, BooleanBufferBuilder, Buffer, MutableBuffer, ScalarBuffer};
 
 use crate::error::{Result, ensure};
 
@@ -492,6 +492,31 @@ impl VariableWidthBlock {
             (copy(&offsets, data, positions, &mut out, |o| o as u64), 64)
         };
         Ok(VariableWidthBlock { offsets, bits_per_offset, data: out.into(), num_values: positions.len() as u64 })
+    }
+
+    /// The `num_values + 1` offsets as `O` (`u32` for 32-bit offsets, `u64` for 64-bit ones),
+    /// in place when their buffer is aligned (blocks keep it so; a copy otherwise).
+    ///
+    /// # Errors
+    /// [`crate::Error::Corrupt`] if the buffer holds fewer than `num_values + 1` offsets of
+    /// `O`'s width.
+    pub fn typed_offsets<O: ArrowNativeType>(&self) -> Result<ScalarBuffer<O>> {
+        let count = self.num_values as usize + 1;
+        let width = std::mem::size_of::<O>();
+        ensure!(
+            self.offsets.len() / width >= count,
+            corrupt,
+            "offsets buffer of {} bytes is too short for {} values",
+            self.offsets.len(),
+            self.num_values
+        );
+        let offsets = self.offsets.slice_with_length(0, count * width);
+        let aligned = if offsets.as_ptr().align_offset(std::mem::align_of::<O>()) == 0 {
+            offsets
+        } else {
+            Buffer::from_slice_ref(offsets.as_slice())
+        };
+        Ok(ScalarBuffer::new(aligned, 0, count))
     }
 
     /// Offset `i`, if the offsets buffer holds it.

@@ -44,8 +44,8 @@ pub fn view_array(
         other => bail!(internal, "view_array asked for {other}"),
     };
     match block.bits_per_offset {
-        32 => views_with_offsets(block, &typed_offsets::<u32>(block)?, positions, nulls, utf8),
-        64 => views_with_offsets(block, &typed_offsets::<u64>(block)?, positions, nulls, utf8),
+        32 => views_with_offsets(block, &block.typed_offsets::<u32>()?, positions, nulls, utf8),
+        64 => views_with_offsets(block, &block.typed_offsets::<u64>()?, positions, nulls, utf8),
         bits => bail!(corrupt, "string offsets of {bits} bits"),
     }
 }
@@ -221,27 +221,6 @@ fn check_utf8_values<O: ArrowNativeType>(offsets: &[O], data: &[u8]) -> Result<(
     let boundary = |o: &O| data.get(o.as_usize()).is_none_or(|b| (*b as i8) >= -0x40);
     ensure!(offsets.iter().all(boundary), corrupt, "a string value is not valid UTF-8 (it splits a character)");
     Ok(())
-}
-
-/// The block's `num_values + 1` offsets, in place when their buffer is aligned (blocks keep
-/// it so; a copy otherwise).
-fn typed_offsets<O: ArrowNativeType>(block: &VariableWidthBlock) -> Result<ScalarBuffer<O>> {
-    let count = block.num_values as usize + 1;
-    let width = std::mem::size_of::<O>();
-    ensure!(
-        block.offsets.len() / width >= count,
-        corrupt,
-        "offsets buffer of {} bytes is too short for {} values",
-        block.offsets.len(),
-        block.num_values
-    );
-    let offsets = block.offsets.slice_with_length(0, count * width);
-    let aligned = if offsets.as_ptr().align_offset(std::mem::align_of::<O>()) == 0 {
-        offsets
-    } else {
-        Buffer::from_slice_ref(offsets.as_slice())
-    };
-    Ok(ScalarBuffer::new(aligned, 0, count))
 }
 
 #[cfg(test)]
