@@ -134,7 +134,8 @@ impl fmt::Display for OptionValue {
 pub struct ReadOptions {
     /// Rows per output batch (the last batch may be shorter). Default: [`DEFAULT_BATCH_SIZE`]
     /// rows, or fewer when the projected rows are wide: as many as fit in
-    /// [`DEFAULT_BATCH_BYTES`] of stored data (at least one).
+    /// [`DEFAULT_BATCH_BYTES`] of stored data (at least one); and for short reads, few enough
+    /// that each decode thread gets four batches (down to 8,192 rows).
     pub batch_size: Option<NonZeroUsize>,
     /// Reads in flight at once: a fixed number, or adaptive within bounds. Default: the
     /// storage's ([`IoOptions`](crate::IoOptions): fixed for local files, adaptive for object

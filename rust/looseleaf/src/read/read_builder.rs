@@ -287,11 +287,12 @@ impl ReadBuilder {
             jobs.extend(field_jobs);
             decoders.push(field_decoder(pages, &context));
         }
-        let batch_size =
-            options.batch_size.unwrap_or_else(|| default_batch_size(row_bytes, options.default_batch_size()));
         let parallelism = options
             .decode_parallelism
             .unwrap_or_else(|| std::thread::available_parallelism().unwrap_or(NonZeroUsize::MIN));
+        let batch_size = options.batch_size.unwrap_or_else(|| {
+            default_batch_size(row_bytes, selection.num_rows(), parallelism, options.default_batch_size())
+        });
         // Each step's pages get an equal share of the buffer with the steps decoded meanwhile,
         // so that the pages the decoders wait for fit in it (see `BatchPlan`): the read's own
         // buffer, or its share of a shared budget (among the reads using it) if smaller.
@@ -540,10 +541,22 @@ fn as_dictionary(field: &FieldRef, max_values: u64) -> Result<FieldRef> {
     Ok(Arc::new(field.as_ref().clone().with_data_type(dictionary)))
 }
 
-/// The default batch size for rows of `row_bytes` stored bytes: as many as fit in
-/// [`DEFAULT_BATCH_BYTES`], at most `most`.
-fn default_batch_size(row_bytes: u64, most: NonZeroUsize) -> NonZeroUsize {
-    let rows = (DEFAULT_BATCH_BYTES.get() / row_bytes.max(1)).min(most.get() as u64);
+/// Batches each decode thread gets at least, when the read is large enough (see
+/// [`default_batch_size`]).
+const MIN_BATCHES_PER_THREAD: u64 = 4;
+
+/// Rows below which a default batch is not split further for parallelism.
+const MIN_SPLIT_ROWS: u64 = 8192;
+
+/// The default batch size of a read of `rows` rows of `row_bytes` stored bytes, decoded
+/// `parallelism` batches at once: as many rows as fit in [`DEFAULT_BATCH_BYTES`], at most
+/// `most`, and few enough that every decode thread gets [`MIN_BATCHES_PER_THREAD`] batches
+/// (down to [`MIN_SPLIT_ROWS`] rows). A short read in large batches leaves threads idle: the
+/// embeddings projection (`id, caption`, 100,000 rows) made three batches for two threads, the
+/// third decoded alone (4.3–4.6 ms against 3.7–3.9 ms in eight batches).
+fn default_batch_size(row_bytes: u64, rows: u64, parallelism: NonZeroUsize, most: NonZeroUsize) -> NonZeroUsize {
+    let share = rows.div_ceil(MIN_BATCHES_PER_THREAD * parallelism.get() as u64).max(MIN_SPLIT_ROWS);
+    let rows = (DEFAULT_BATCH_BYTES.get() / row_bytes.max(1)).min(most.get() as u64).min(share);
     NonZeroUsize::new(rows as usize).unwrap_or(NonZeroUsize::MIN)
 }
 
@@ -638,5 +651,26 @@ impl Stream for RecordBatchStream {
             }
         }
         polled
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn default_batches_fit_their_bytes_and_give_every_thread_work() {
+        let two = NonZeroUsize::new(2).unwrap();
+        let most = crate::options::DEFAULT_BATCH_SIZE;
+        let size = |row_bytes, rows| default_batch_size(row_bytes, rows, two, most).get();
+        // A long read of narrow rows: the most rows a batch takes.
+        assert_eq!(size(8, 10_000_000), most.get());
+        // Wide rows: as many as fit in the batch bytes.
+        assert_eq!(size(3_000, 10_000_000), (DEFAULT_BATCH_BYTES.get() / 3_000) as usize);
+        // A short read: four batches per thread, not fewer than the split floor.
+        assert_eq!(size(62, 100_000), 12_500);
+        assert_eq!(size(62, 20_000), MIN_SPLIT_ROWS as usize);
+        assert_eq!(size(1, 1), MIN_SPLIT_ROWS as usize);
+        assert_eq!(default_batch_size(u64::MAX, 5, two, most).get(), 1);
     }
 }
