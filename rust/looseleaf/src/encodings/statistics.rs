@@ -137,6 +137,16 @@ fn prefix_of(value: &[u8]) -> u64 {
     }
 }
 
+/// Reads `data` as little-endian `$t`s and returns the bytes of their bounds (see
+/// [`fold_bounds`]), starting from `$start`, bounds no value passes.
+macro_rules! le_bounds {
+    ($t:ty, $data:expr, $validity:expr, $start:expr) => {{
+        const W: usize = std::mem::size_of::<$t>();
+        let values = $data.chunks_exact(W).map(|c| <$t>::from_le_bytes(c.try_into().unwrap_or([0; W])));
+        fold_bounds(values, $validity, $start).map(|(lo, hi)| (lo.to_le_bytes().to_vec(), hi.to_le_bytes().to_vec()))
+    }};
+}
+
 /// The smallest and largest of the valid integers of `width` bytes in `data`, as their bytes.
 ///
 /// One loop per integer type (a fold over `i128`s read from byte slices cost 8% of a write).
@@ -146,106 +156,67 @@ fn integer_bounds(
     signed: bool,
     validity: Option<&arrow_buffer::BooleanBuffer>,
 ) -> Option<(Vec<u8>, Vec<u8>)> {
-    macro_rules! bounds {
-        ($t:ty) => {{
-            const W: usize = std::mem::size_of::<$t>();
-            let values = data.chunks_exact(W).map(|c| <$t>::from_le_bytes(c.try_into().unwrap_or([0; W])));
-            let (mut lo, mut hi, mut any) = (<$t>::MAX, <$t>::MIN, false);
-            match validity {
-                None => {
-                    for v in values {
-                        lo = lo.min(v);
-                        hi = hi.max(v);
-                    }
-                    any = data.len() >= W;
-                }
-                Some(valid) => {
-                    for (v, ok) in values.zip(valid.iter()) {
-                        if ok {
-                            lo = lo.min(v);
-                            hi = hi.max(v);
-                            any = true;
-                        }
-                    }
-                }
-            }
-            any.then(|| (lo.to_le_bytes().to_vec(), hi.to_le_bytes().to_vec()))
-        }};
-    }
     match (width, signed) {
-        (1, true) => bounds!(i8),
-        (1, false) => bounds!(u8),
-        (2, true) => bounds!(i16),
-        (2, false) => bounds!(u16),
-        (4, true) => bounds!(i32),
-        (4, false) => bounds!(u32),
-        (8, true) => bounds!(i64),
-        (8, false) => bounds!(u64),
-        (16, true) => bounds!(i128),
-        (16, false) => bounds!(u128),
+        (1, true) => le_bounds!(i8, data, validity, (i8::MAX, i8::MIN)),
+        (1, false) => le_bounds!(u8, data, validity, (u8::MAX, u8::MIN)),
+        (2, true) => le_bounds!(i16, data, validity, (i16::MAX, i16::MIN)),
+        (2, false) => le_bounds!(u16, data, validity, (u16::MAX, u16::MIN)),
+        (4, true) => le_bounds!(i32, data, validity, (i32::MAX, i32::MIN)),
+        (4, false) => le_bounds!(u32, data, validity, (u32::MAX, u32::MIN)),
+        (8, true) => le_bounds!(i64, data, validity, (i64::MAX, i64::MIN)),
+        (8, false) => le_bounds!(u64, data, validity, (u64::MAX, u64::MIN)),
+        (16, true) => le_bounds!(i128, data, validity, (i128::MAX, i128::MIN)),
+        (16, false) => le_bounds!(u128, data, validity, (u128::MAX, u128::MIN)),
         _ => None,
     }
 }
 
 /// The smallest and largest of the valid, non-NaN floats of `width` bytes in `data`, as their
 /// bytes: the first of equal ones (`-0.0` or `0.0`, whichever comes first).
-///
-/// `if v < lo { v } else { lo }` is the semantics of the processor's `min` instructions (NaN
-/// and ties keep `lo`), so the loops vectorize (a loop over `f64`s converted from byte slices,
-/// with an `Option` of bounds, was a tenth of a write of the wide table).
 fn float_bounds(
     data: &[u8],
     width: usize,
     validity: Option<&arrow_buffer::BooleanBuffer>,
 ) -> Option<(Vec<u8>, Vec<u8>)> {
-    macro_rules! bounds {
-        ($t:ty) => {{
-            const W: usize = std::mem::size_of::<$t>();
-            let values = data.chunks_exact(W).map(|c| <$t>::from_le_bytes(c.try_into().unwrap_or([0; W])));
-            let (mut lo, mut hi) = (<$t>::INFINITY, <$t>::NEG_INFINITY);
-            let mut any = false;
-            match validity {
-                None => {
-                    for v in values {
-                        lo = if v < lo { v } else { lo };
-                        hi = if v > hi { v } else { hi };
-                    }
-                    // Some value is not NaN exactly when the bounds no longer cross (a lone
-                    // infinity leaves its own bound at the initial value, which it equals).
-                    any = lo <= hi;
-                }
-                Some(valid) => {
-                    for (v, ok) in values.zip(valid.iter()) {
-                        if ok && !v.is_nan() {
-                            lo = if v < lo { v } else { lo };
-                            hi = if v > hi { v } else { hi };
-                            any = true;
-                        }
-                    }
-                }
-            }
-            any.then(|| (lo.to_le_bytes().to_vec(), hi.to_le_bytes().to_vec()))
-        }};
-    }
     match width {
-        2 => {
-            let values = data.chunks_exact(2).map(|c| f16::from_le_bytes([c[0], c[1]]));
-            let mut bounds: Option<(f16, f16)> = None;
-            for (i, v) in values.enumerate() {
-                if validity.is_some_and(|valid| !valid.value(i)) || v.is_nan() {
-                    continue;
-                }
-                bounds = Some(match bounds {
-                    None => (v, v),
-                    Some((lo, hi)) => (if v < lo { v } else { lo }, if v > hi { v } else { hi }),
-                });
-            }
-            bounds.map(|(lo, hi)| (lo.to_le_bytes().to_vec(), hi.to_le_bytes().to_vec()))
-        }
-        4 => bounds!(f32),
-        8 => bounds!(f64),
+        2 => le_bounds!(f16, data, validity, (f16::INFINITY, f16::NEG_INFINITY)),
+        4 => le_bounds!(f32, data, validity, (f32::INFINITY, f32::NEG_INFINITY)),
+        8 => le_bounds!(f64, data, validity, (f64::INFINITY, f64::NEG_INFINITY)),
         _ => None,
     }
+}
+
+/// The smallest and largest of the `values` whose row is valid, the first of equal ones,
+/// starting from `(lo, hi)` bounds that no value passes (`lo` the type's largest value, `hi` its
+/// smallest); `None` when no value moved them.
+///
+/// `if v < lo { v } else { lo }` is the semantics of the processor's `min` instructions (NaN
+/// and ties keep `lo`), so the loop vectorizes and NaNs are skipped without a test (a loop over
+/// `f64`s with an `Option` of bounds was a tenth of a write of the wide table). Some value was
+/// kept exactly when the bounds no longer cross (a lone value equal to a starting bound leaves
+/// that bound, which it equals).
+fn fold_bounds<T: Copy + PartialOrd>(
+    values: impl Iterator<Item = T>,
+    validity: Option<&arrow_buffer::BooleanBuffer>,
+    (mut lo, mut hi): (T, T),
+) -> Option<(T, T)> {
+    match validity {
+        None => {
+            for v in values {
+                lo = if v < lo { v } else { lo };
+                hi = if v > hi { v } else { hi };
+            }
+        }
+        Some(valid) => {
+            for (v, ok) in values.zip(valid.iter()) {
+                if ok {
+                    lo = if v < lo { v } else { lo };
+                    hi = if v > hi { v } else { hi };
+                }
+            }
+        }
+    }
+    (lo <= hi).then_some((lo, hi))
 }
 
 /// A statistics bound decoded for inspection.

@@ -392,7 +392,7 @@ impl PageEncoder {
             }
             Some(EncodingKind::Rle) => return encode_rle(DataBlock::VariableWidth(values), self, buffers, policy),
             Some(EncodingKind::Fsst) => {
-                return match fsst::compress(&values)? {
+                return match fsst::train(&strings).and_then(|trained| trained.compress(&strings)) {
                     Some((table, codes)) => encode_fsst(table, codes, buffers, policy),
                     None => bail!(invalid, "FSST does not compress this page"),
                 };

@@ -146,7 +146,7 @@ async fn forcing_an_encoding_that_cannot_store_a_page_fails_at_write_time() {
 /// coded): forcing it on a page of a few short strings fails like any encoding that cannot
 /// store a page. This is the current behaviour, not necessarily the desirable one: with FSST
 /// forced, a column whose last page (or a mostly null page) holds little text cannot be
-/// written. `fsst::compress` has no way to be forced; if it gains one, this test should expect
+/// written. `fsst::Trained::compress` has no way to be forced; if it gains one, this test should expect
 /// FSST pages instead.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn forcing_fsst_on_small_pages_fails() {

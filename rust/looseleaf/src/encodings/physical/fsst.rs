@@ -336,8 +336,8 @@ impl Trained {
         (codes as f64 / sample_bytes.max(1) as f64 * self.total as f64) as u64 + table as u64
     }
 
-    /// Compresses all of `strings`; returns the serialised table and the codes, or `None` if
-    /// compression does not pay.
+    /// Compresses all of `strings` (the values it was trained on); returns the serialised table
+    /// and the codes, or `None` if compression does not pay.
     pub fn compress(&self, strings: &[&[u8]]) -> Option<(Buffer, VariableWidthBlock)> {
         let compressor = &self.compressor;
         // A value compresses to at most two bytes per byte (every byte escaped).
@@ -367,15 +367,6 @@ impl Trained {
         }
         Some((table.into(), VariableWidthBlock::from_offsets(code_offsets, Buffer::from_vec(codes))))
     }
-}
-
-/// Trains a symbol table on a sample of `values` and compresses all of them; returns the
-/// serialised table and the codes, or `None` if compression does not pay.
-pub fn compress(values: &VariableWidthBlock) -> Result<Option<(Buffer, VariableWidthBlock)>> {
-    let offsets = values.offsets_u64()?;
-    let data = values.data.as_slice();
-    let strings: Vec<&[u8]> = offsets.windows(2).map(|w| &data[w[0] as usize..w[1] as usize]).collect();
-    Ok(train(&strings).and_then(|trained| trained.compress(&strings)))
 }
 
 #[cfg(test)]
