@@ -243,6 +243,7 @@ fn io_scheduler_10000_requests(bencher: Bencher) {
                         kind: RequestKind::Direct,
                         urgency: None,
                         holder: None,
+                        checks: None,
                     })
                 })
                 .collect();

@@ -186,7 +186,11 @@ impl EncodingsIo for MemoryIo {
                 }
                 Ok(self.blob.slice(start..end))
             })
-            .collect::<Result<Vec<_>>>();
+            .collect::<Result<Vec<_>>>()
+            .and_then(|buffers| match &request.checks {
+                Some(checks) => checks.verify(&request.ranges, &buffers).map(|()| buffers),
+                None => Ok(buffers),
+            });
         Box::pin(futures::future::ready(result))
     }
 

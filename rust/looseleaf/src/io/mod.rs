@@ -10,13 +10,17 @@
 //!   issued until its future resolves, or, if the request names a [`ReservationHolder`], until
 //!   that holder is dropped (the page's decoder and the batches cut from it are done);
 //! - a request whose [`Urgency`] is set (a decoder is waiting for it) is not held back by the
-//!   budget.
+//!   budget;
+//! - a request carrying [`BufferChecks`] resolves to bytes that match them, or to the error
+//!   naming the damaged buffer.
 //!
 //! Two implementations exist: [`IoScheduler`] performs the reads through a [`RangeReader`]
 //! (object_store underneath) with a bounded I/O depth and byte-based backpressure, and
 //! [`PlanningIo`] only records what would be read, which gives the exact I/O plan of a read
-//! without doing it. [`PageIo`] groups all the ranges one page needs into one request, and
-//! verifies the page's buffers against their checksums ([`BufferChecks`]) as they arrive.
+//! without doing it. [`PageIo`] groups all the ranges one page needs into one request, with the
+//! checksums of the page's buffers ([`BufferChecks`]); the scheduler verifies them where the
+//! read completes, on the runtime's threads while the bytes are still in cache, not in the
+//! decode loop that waits for them.
 
 mod budget;
 mod buffer_checks;
@@ -30,6 +34,7 @@ mod scheduler;
 mod urgency;
 
 use std::ops::Range;
+use std::sync::Arc;
 
 use bytes::Bytes;
 use futures::future::BoxFuture;
@@ -77,6 +82,9 @@ pub struct IoRequest {
     /// page it serves is in use (see [`IoScheduler`]); without one, the reservation ends when
     /// the request's future resolves.
     pub holder: Option<ReservationHolder>,
+    /// The checksums of the page's buffers: those the request reads whole are verified before
+    /// its bytes are delivered.
+    pub checks: Option<Arc<BufferChecks>>,
 }
 
 impl IoRequest {

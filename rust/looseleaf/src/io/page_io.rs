@@ -35,7 +35,8 @@ pub struct PageIo {
     /// Indirect steps, started by [`PageIo::finish`] once the combined request exists (their
     /// first action is usually to await part of it).
     indirect: Mutex<Vec<(IndirectHint, BoxFuture<'static, ()>)>>,
-    /// The checksums of the page's buffers, verified on every buffer read whole.
+    /// The checksums of the page's buffers, passed with its requests (and its follow-ups'):
+    /// every buffer read whole is verified.
     checks: Option<Arc<BufferChecks>>,
 }
 
@@ -128,7 +129,6 @@ impl PageIo {
         let future = if ranges.is_empty() {
             futures::future::ready(Ok(Arc::new(Vec::new()))).boxed().shared()
         } else {
-            let checked = self.checks.clone().map(|checks| (checks, ranges.clone()));
             let request = IoRequest {
                 ranges,
                 priority: self.priority,
@@ -136,17 +136,9 @@ impl PageIo {
                 kind: RequestKind::Direct,
                 urgency: Some(self.urgency.clone()),
                 holder: Some(self.holder.clone()),
+                checks: self.checks.clone(),
             };
-            let read = self.io.submit(request);
-            async move {
-                let buffers = read.await?;
-                if let Some((checks, ranges)) = checked {
-                    checks.verify(&ranges, &buffers)?;
-                }
-                Ok(Arc::new(buffers))
-            }
-            .boxed()
-            .shared()
+            self.io.submit(request).map(|read| read.map(Arc::new)).boxed().shared()
         };
         // `finish` consumes the handle, so the cell is set exactly once.
         let _ = self.combined.set(future);
@@ -171,23 +163,15 @@ pub struct FollowUpIo {
 impl FollowUpIo {
     /// Submits `ranges` as one indirect request.
     pub fn submit(&self, ranges: Vec<Range<u64>>) -> IoFuture {
-        let checked = self.checks.clone().map(|checks| (checks, ranges.clone()));
-        let read = self.io.submit(IoRequest {
+        self.io.submit(IoRequest {
             ranges,
             priority: self.priority,
             column: self.column,
             kind: RequestKind::Indirect,
             urgency: Some(self.urgency.clone()),
             holder: Some(self.holder.clone()),
-        });
-        match checked {
-            None => read,
-            Some((checks, ranges)) => Box::pin(async move {
-                let buffers = read.await?;
-                checks.verify(&ranges, &buffers)?;
-                Ok(buffers)
-            }),
-        }
+            checks: self.checks.clone(),
+        })
     }
 }
 

@@ -41,6 +41,12 @@
 //! release in one read wakes the others). Locks are taken in one order: a scheduler's state,
 //! then the budget's; other schedulers are woken only once both are released ([`unlock`]).
 //!
+//! # Checksums
+//! A request may carry the [`BufferChecks`] of its page. Once its last read is in, its bytes
+//! are put together and verified on the thread that completed the read — after the next read
+//! was issued, holding no lock — so that pages are verified in parallel while their bytes are
+//! still in cache; a mismatch fails the request with the error naming the buffer.
+//!
 //! # Tracing
 //! A scheduler given a [`Trace`] records each request queued, each read issued (and whether it
 //! went past the budget) and completed, each indirect step, and the reserved bytes and reads in
@@ -67,7 +73,7 @@ use tokio::sync::oneshot;
 use super::budget::{BudgetWaiter, Grant, IoBudget, Reader, wake_all};
 use super::depth::{DepthController, IoDepth};
 use super::{
-    CoalesceOptions, EncodingsIo, IndirectHint, IoFuture, IoRequest, Priority, RangeReader, RequestKind,
+    BufferChecks, CoalesceOptions, EncodingsIo, IndirectHint, IoFuture, IoRequest, Priority, RangeReader, RequestKind,
     coalesce_ranges,
 };
 use crate::error::{Error, Result};
@@ -274,6 +280,8 @@ struct PendingRequest {
     holder: Option<ReservationHolder>,
     ranges: Vec<Range<u64>>,
     reads: Vec<Range<u64>>,
+    /// Verified once every read is in, before the bytes are delivered (see `complete`).
+    checks: Option<Arc<BufferChecks>>,
     progress: Mutex<Progress>,
 }
 
@@ -534,6 +542,7 @@ impl EncodingsIo for IoScheduler {
             trace_id,
             holder: request.holder,
             ranges: request.ranges,
+            checks: request.checks,
             progress: Mutex::new(Progress {
                 results: vec![None; reads.len()],
                 issued: vec![false; reads.len()],
@@ -809,6 +818,7 @@ impl Inner {
         self.counters.bytes_read.fetch_add(read_bytes, Ordering::Relaxed);
         let mut to_release = None;
         let mut to_send = None;
+        let mut to_deliver = None;
         let mut holder_to_fill = None;
         {
             let mut progress = lock(&request.progress);
@@ -846,9 +856,7 @@ impl Inner {
                             }
                             None => Some(reservation),
                         };
-                        let delivery = assemble(&request.ranges, &request.reads, results)
-                            .map(|buffers| Delivery { buffers, _reservation: reservation });
-                        to_send = progress.sender.take().map(|s| (s, delivery));
+                        to_deliver = progress.sender.take().map(|s| (s, results, reservation));
                     }
                 }
             }
@@ -868,6 +876,18 @@ impl Inner {
         self.release_locked(&mut state, request.priority, bytes, reads, true);
         self.dispatch_locked(&mut state);
         unlock(state);
+        // The request's bytes are put together and verified here, on the thread that read
+        // them, while they are in its cache: not in the decode loop, which would verify every
+        // page of the read one after the other. No lock is held, and the next read is issued.
+        if let Some((sender, results, reservation)) = to_deliver {
+            let delivery = assemble(&request.ranges, &request.reads, results)
+                .and_then(|buffers| match &request.checks {
+                    Some(checks) => checks.verify(&request.ranges, &buffers).map(|()| buffers),
+                    None => Ok(buffers),
+                })
+                .map(|buffers| Delivery { buffers, _reservation: reservation });
+            to_send = Some((sender, delivery));
+        }
         // Sending may drop the delivery (and so take the state lock in `Reservation::drop`)
         // when the consumer is gone: do it without holding any lock.
         if let Some((sender, value)) = to_send {
@@ -983,6 +1003,7 @@ mod tests {
             kind: RequestKind::Direct,
             urgency: None,
             holder: None,
+            checks: None,
         }
     }
 

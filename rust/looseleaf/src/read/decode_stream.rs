@@ -11,6 +11,10 @@
 //!   [`BatchPlan`]); the steps of one output batch are put back together, so batches keep the
 //!   size asked for whatever the steps.
 //! - Batch size is unrelated to page size: a page is decoded in as many pieces as steps need.
+//! - The last steps of a read (fewer left than decode threads: all of a `take`) start decoding
+//!   each field as soon as its pages are loaded, on the runtime, while the step still waits for
+//!   its other fields: decoding overlaps the rest of the I/O and reads a page while it is still
+//!   in the CPU's cache. Earlier steps keep the threads busy without it.
 //! - With a [`Trace`] ([`DecodeBatchStream::with_trace`]), each wait for a step's pages and each
 //!   decode task is recorded; without one, no clock is read for it.
 
@@ -21,6 +25,7 @@ use arrow_array::{Array, ArrayRef, RecordBatch, RecordBatchOptions, UInt32Array}
 use arrow_schema::{DataType, SchemaRef};
 use futures::StreamExt;
 use futures::stream::BoxStream;
+use tokio::task::JoinHandle;
 
 use std::time::Instant;
 
@@ -45,6 +50,9 @@ pub struct DecodeBatchStream {
     trace: Option<Trace>,
     /// Steps handed out so far.
     steps: u64,
+    /// Where fields of the last steps start decoding as soon as they are loaded, and the decode
+    /// parallelism that makes a step one of the last (see the module documentation).
+    eager: Option<(tokio::runtime::Handle, NonZeroUsize)>,
 }
 
 impl DecodeBatchStream {
@@ -56,7 +64,7 @@ impl DecodeBatchStream {
         plan: BatchPlan,
         metrics: Arc<ReadMetrics>,
     ) -> Self {
-        Self { schema, fields, plan, failed: false, metrics, trace: None, steps: 0 }
+        Self { schema, fields, plan, failed: false, metrics, trace: None, steps: 0, eager: None }
     }
 
     /// Records each wait for a step's pages and each decode task in `trace`, if given.
@@ -89,8 +97,26 @@ impl DecodeBatchStream {
         let traced = self.trace.as_ref().map(|trace| (trace, trace.now()));
         let number = self.steps;
         self.steps += 1;
-        let waits = self.fields.iter_mut().map(|f| f.next_batch(step.rows));
-        let result = futures::future::try_join_all(waits).await;
+        let steps_left = self.plan.num_steps() + 1;
+        let eager = self.eager.as_ref().filter(|(_, parallelism)| steps_left < parallelism.get() as u64);
+        let result = match eager {
+            None => {
+                let waits = self.fields.iter_mut().map(|f| f.next_batch(step.rows));
+                futures::future::try_join_all(waits).await.map(StepTasks::Deferred)
+            }
+            Some((runtime, _)) => {
+                let starts = self.fields.iter_mut().map(|f| {
+                    let wait = f.next_batch(step.rows);
+                    let (runtime, metrics) = (runtime.clone(), self.metrics.clone());
+                    let trace = self.trace.clone().map(|trace| (trace, number));
+                    async move {
+                        let task = wait.await?;
+                        Ok(runtime.spawn(async move { decode_fields(vec![task], step.rows, &metrics, trace) }))
+                    }
+                });
+                futures::future::try_join_all(starts).await.map(StepTasks::Started)
+            }
+        };
         self.metrics.add_waiting(started.elapsed());
         if let Some((trace, start)) = traced {
             trace.span(SpanKind::WaitForPages { step: number, rows: step.rows }, start);
@@ -100,7 +126,7 @@ impl DecodeBatchStream {
                 schema: self.schema.clone(),
                 num_rows: step.rows,
                 ends_batch: step.ends_batch,
-                steps_left: self.plan.num_steps() + 1,
+                steps_left,
                 tasks,
                 metrics: self.metrics.clone(),
                 trace: self.trace.clone().map(|trace| (trace, number)),
@@ -120,7 +146,8 @@ impl DecodeBatchStream {
         parallelism: NonZeroUsize,
         runtime: tokio::runtime::Handle,
     ) -> BoxStream<'static, Result<(RecordBatch, bool)>> {
-        futures::stream::unfold(self, |mut stream| async move { stream.next_task().await.map(|task| (task, stream)) })
+        let stream = Self { eager: Some((runtime.clone(), parallelism)), ..self };
+        futures::stream::unfold(stream, |mut stream| async move { stream.next_task().await.map(|task| (task, stream)) })
             .map(move |task| {
                 let runtime = runtime.clone();
                 async move {
@@ -220,6 +247,12 @@ pub fn concat_steps(schema: &SchemaRef, steps: &[RecordBatch]) -> Result<RecordB
     Ok(RecordBatch::try_new_with_options(schema.clone(), columns, &options)?)
 }
 
+/// The fields of a step, in field order: to decode, or decoding on the runtime already.
+enum StepTasks {
+    Deferred(Vec<DecodeTask>),
+    Started(Vec<JoinHandle<Result<Vec<ArrayRef>>>>),
+}
+
 /// Decodes the fields of one step.
 pub struct BatchDecodeTask {
     schema: SchemaRef,
@@ -227,7 +260,7 @@ pub struct BatchDecodeTask {
     ends_batch: bool,
     /// Steps of the read from this one on, this one included.
     steps_left: u64,
-    tasks: Vec<DecodeTask>,
+    tasks: StepTasks,
     metrics: Arc<ReadMetrics>,
     /// The read's trace and the step's number, if the read is traced.
     trace: Option<(Trace, u64)>,
@@ -236,7 +269,8 @@ pub struct BatchDecodeTask {
 impl BatchDecodeTask {
     /// Runs the field tasks on `runtime` and assembles the step's batch: in one task if
     /// `parallelism` steps or more are left, else in up to `2 * parallelism` tasks of
-    /// consecutive fields.
+    /// consecutive fields. Fields that started decoding as their pages arrived (the last steps
+    /// of [`DecodeBatchStream::into_steps`]) are only awaited.
     ///
     /// A step's fields are independent, so a read of fewer steps than threads (a `take`, a
     /// small file, the last steps of a scan) still keeps every thread busy; more groups than
@@ -246,21 +280,27 @@ impl BatchDecodeTask {
     /// # Errors
     /// A field's decoding error, the first in field order; [`Error::Internal`] if a task panicked.
     pub async fn run_on(self, runtime: &tokio::runtime::Handle, parallelism: NonZeroUsize) -> Result<RecordBatch> {
-        let num_fields = self.tasks.len();
-        let groups = if self.steps_left < parallelism.get() as u64 { 2 * parallelism.get() } else { 1 };
-        let per_group = num_fields.div_ceil(groups).max(1);
-        let Self { schema, num_rows, tasks, metrics, trace, .. } = self;
-        let mut tasks = tasks.into_iter();
-        let mut groups = Vec::with_capacity(num_fields.div_ceil(per_group));
-        loop {
-            let group: Vec<DecodeTask> = tasks.by_ref().take(per_group).collect();
-            if group.is_empty() {
-                break;
+        let Self { schema, num_rows, steps_left, tasks, metrics, trace, .. } = self;
+        let groups = match tasks {
+            StepTasks::Started(fields) => fields,
+            StepTasks::Deferred(tasks) => {
+                let num_fields = tasks.len();
+                let groups = if steps_left < parallelism.get() as u64 { 2 * parallelism.get() } else { 1 };
+                let per_group = num_fields.div_ceil(groups).max(1);
+                let mut tasks = tasks.into_iter();
+                let mut groups = Vec::with_capacity(num_fields.div_ceil(per_group));
+                loop {
+                    let group: Vec<DecodeTask> = tasks.by_ref().take(per_group).collect();
+                    if group.is_empty() {
+                        break;
+                    }
+                    let (metrics, trace) = (metrics.clone(), trace.clone());
+                    groups.push(runtime.spawn(async move { decode_fields(group, num_rows, &metrics, trace) }));
+                }
+                groups
             }
-            let (metrics, trace) = (metrics.clone(), trace.clone());
-            groups.push(runtime.spawn(async move { decode_fields(group, num_rows, &metrics, trace) }));
-        }
-        let mut columns = Vec::with_capacity(num_fields);
+        };
+        let mut columns = Vec::with_capacity(schema.fields().len());
         for group in groups {
             let decoded = group.await.map_err(|e| Error::internal(format!("a decode task failed: {e}")))?;
             columns.extend(decoded?);
