@@ -21,7 +21,7 @@
 use std::num::NonZeroUsize;
 use std::sync::Arc;
 
-use arrow_array::{Array, ArrayRef, RecordBatch, RecordBatchOptions, UInt32Array};
+use arrow_array::{Array, ArrayRef, RecordBatch, RecordBatchOptions, UInt32Array, UInt64Array};
 use arrow_schema::{DataType, SchemaRef};
 use futures::StreamExt;
 use futures::stream::BoxStream;
@@ -201,20 +201,68 @@ impl DecodeBatchStream {
     }
 }
 
-/// A copy of `batch` in buffers of its own. A decoded batch may share the memory of the pages
-/// it was cut from (a slice of a page needs no copy); one that is kept while more pages are
-/// read (a step waiting for the rest of its batch, the rows of a `take`) is copied, so that
-/// its pages are freed when their reservation of the I/O buffer ends. (Dictionary values stay
-/// shared: a page's dictionary is small next to its keys, and serves every step of the page.)
+/// `batch` with every column that holds much more memory than its rows copied into buffers of
+/// its own. A decoded batch may share the memory of the pages it was cut from (a slice of a
+/// page needs no copy); one that is kept while more pages are read (a step waiting for the
+/// rest of its batch, the rows of a `take`) is copied, so that its pages are freed when their
+/// reservation of the I/O buffer ends. Columns decoded into buffers of their own (bit-packed,
+/// ALP-RD, FSST...) are kept as they are: copying them bought nothing and cost a pass over
+/// fresh memory. (Dictionary values stay shared: a page's dictionary is small next to its
+/// keys, and serves every step of the page.)
 ///
 /// # Errors
 /// Arrow's, which it has no reason to give for arrays the reader made.
 pub fn compact(batch: &RecordBatch) -> Result<RecordBatch> {
+    if !batch.columns().iter().any(|c| holds_more_than_its_rows(c.as_ref())) {
+        return Ok(batch.clone());
+    }
     let all = UInt32Array::from_iter_values(0..u32::try_from(batch.num_rows()).unwrap_or(u32::MAX));
     if all.len() < batch.num_rows() {
         return Ok(batch.clone());
     }
-    Ok(arrow_select::take::take_record_batch(batch, &all)?)
+    let columns = batch
+        .columns()
+        .iter()
+        .map(|c| match holds_more_than_its_rows(c.as_ref()) {
+            true => Ok(arrow_select::take::take(c.as_ref(), &all, None)?),
+            false => Ok(c.clone()),
+        })
+        .collect::<Result<Vec<_>>>()?;
+    let options = RecordBatchOptions::new().with_row_count(Some(batch.num_rows()));
+    Ok(RecordBatch::try_new_with_options(batch.schema(), columns, &options)?)
+}
+
+/// Whether `array`'s buffers hold more than twice the memory its rows use (and 64 KiB more):
+/// it is a slice of something larger, a page. Arrays of types whose rows Arrow cannot size
+/// apart from their buffers (lists and maps count their whole children, views their whole
+/// data buffers) are taken to.
+fn holds_more_than_its_rows(array: &dyn Array) -> bool {
+    if !sized_by_rows(array.data_type()) {
+        return true;
+    }
+    let held = array.get_buffer_memory_size();
+    match array.to_data().get_slice_memory_size() {
+        Ok(used) => held > used.saturating_mul(2).saturating_add(64 * 1024),
+        Err(_) => true,
+    }
+}
+
+/// Whether Arrow's slice size of an array of type `kind` counts only the memory of its rows.
+fn sized_by_rows(kind: &DataType) -> bool {
+    match kind {
+        DataType::Utf8View
+        | DataType::BinaryView
+        | DataType::List(_)
+        | DataType::LargeList(_)
+        | DataType::ListView(_)
+        | DataType::LargeListView(_)
+        | DataType::Map(..)
+        | DataType::Union(..)
+        | DataType::RunEndEncoded(..) => false,
+        DataType::Struct(fields) => fields.iter().all(|f| sized_by_rows(f.data_type())),
+        DataType::FixedSizeList(item, _) => sized_by_rows(item.data_type()),
+        _ => true,
+    }
 }
 
 /// Concatenates the steps of one read of `schema`: dictionary columns keep one copy of each
@@ -251,6 +299,53 @@ pub fn concat_steps(schema: &SchemaRef, steps: &[RecordBatch]) -> Result<RecordB
 enum StepTasks {
     Deferred(Vec<DecodeTask>),
     Started(Vec<JoinHandle<Result<Vec<ArrayRef>>>>),
+}
+
+/// Rows `rows` (each a step and a row within it) of `steps`, a read of `schema`, in that
+/// order: gathered from the steps in one pass (`interleave`), not concatenated and then taken.
+/// Dictionary columns are concatenated as by [`concat_steps`] and then taken, so that they
+/// keep one copy of the values their rows use.
+///
+/// # Errors
+/// Arrow's, as for [`compact`]; an internal error if a row is not in its step.
+pub fn gather_rows(schema: &SchemaRef, steps: &[RecordBatch], rows: &[(usize, usize)]) -> Result<RecordBatch> {
+    for (step, row) in rows {
+        if steps.get(*step).is_none_or(|s| *row >= s.num_rows()) {
+            return Err(Error::internal(format!("row {row} of step {step} was gathered but not read")));
+        }
+    }
+    let columns = schema
+        .fields()
+        .iter()
+        .enumerate()
+        .map(|(i, field)| {
+            let arrays: Vec<ArrayRef> = steps.iter().map(|step| step.column(i).clone()).collect();
+            match field.data_type() {
+                _ if arrays.is_empty() => Ok(arrow_array::new_empty_array(field.data_type())),
+                DataType::Dictionary(..) => {
+                    let joined = match arrays.as_slice() {
+                        [only] => only.clone(),
+                        _ => concat_dictionaries(&arrays, field.data_type())?,
+                    };
+                    let mut starts = Vec::with_capacity(steps.len());
+                    let mut start = 0u64;
+                    for step in steps {
+                        starts.push(start);
+                        start += step.num_rows() as u64;
+                    }
+                    let positions: UInt64Array =
+                        rows.iter().map(|(step, row)| starts[*step] + *row as u64).collect::<Vec<_>>().into();
+                    Ok(arrow_select::take::take(joined.as_ref(), &positions, None)?)
+                }
+                _ => {
+                    let arrays: Vec<&dyn Array> = arrays.iter().map(|a| a.as_ref()).collect();
+                    Ok(arrow_select::interleave::interleave(&arrays, rows)?)
+                }
+            }
+        })
+        .collect::<Result<Vec<_>>>()?;
+    let options = RecordBatchOptions::new().with_row_count(Some(rows.len()));
+    Ok(RecordBatch::try_new_with_options(schema.clone(), columns, &options)?)
 }
 
 /// Decodes the fields of one step.
@@ -335,4 +430,103 @@ fn decode_fields(
 fn assemble(schema: SchemaRef, num_rows: u64, columns: Vec<ArrayRef>) -> Result<RecordBatch> {
     let options = RecordBatchOptions::new().with_row_count(Some(num_rows as usize));
     Ok(RecordBatch::try_new_with_options(schema, columns, &options)?)
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+
+    use arrow_array::types::Int32Type;
+    use arrow_array::{DictionaryArray, Int64Array, ListArray, StringArray, StructArray};
+    use arrow_schema::{Field, Schema};
+
+    use super::*;
+
+    fn step(schema: &SchemaRef, rows: std::ops::Range<i64>) -> RecordBatch {
+        let ids = Int64Array::from_iter((rows.clone()).map(|i| (i % 7 != 3).then_some(i)));
+        let names = StringArray::from_iter(rows.clone().map(|i| (i % 5 != 1).then(|| format!("name {i}"))));
+        let tags: DictionaryArray<Int32Type> = rows.clone().map(|i| ["a", "b", "c"][(i % 3) as usize]).collect();
+        let lists = ListArray::from_iter_primitive::<arrow_array::types::Int64Type, _, _>(
+            rows.clone().map(|i| (i % 4 != 0).then(move || (0..i % 3).map(move |j| Some(i * 10 + j)))),
+        );
+        let pair = StructArray::from(vec![
+            (Arc::new(Field::new("x", DataType::Int64, true)), Arc::new(ids.clone()) as ArrayRef),
+            (Arc::new(Field::new("s", DataType::Utf8, true)), Arc::new(names.clone()) as ArrayRef),
+        ]);
+        let columns: Vec<ArrayRef> =
+            vec![Arc::new(ids), Arc::new(names), Arc::new(tags), Arc::new(lists), Arc::new(pair)];
+        RecordBatch::try_new(schema.clone(), columns).unwrap()
+    }
+
+    fn schema() -> SchemaRef {
+        let pair = DataType::Struct(
+            vec![Field::new("x", DataType::Int64, true), Field::new("s", DataType::Utf8, true)].into(),
+        );
+        Arc::new(Schema::new(vec![
+            Field::new("id", DataType::Int64, true),
+            Field::new("name", DataType::Utf8, true),
+            Field::new("tag", DataType::Dictionary(Box::new(DataType::Int32), Box::new(DataType::Utf8)), true),
+            Field::new("list", DataType::new_list(DataType::Int64, true), true),
+            Field::new("pair", pair, true),
+        ]))
+    }
+
+    #[test]
+    fn gathered_rows_are_the_rows_of_the_concatenated_steps_taken() {
+        let schema = schema();
+        let steps = vec![step(&schema, 0..40), step(&schema, 40..41), step(&schema, 41..100)];
+        let starts = [0usize, 40, 41];
+        let joined = concat_steps(&schema, &steps).unwrap();
+        let mut state = 17u64;
+        for len in [0usize, 1, 5, 100, 250] {
+            let positions: Vec<usize> = (0..len)
+                .map(|_| {
+                    state = state.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+                    (state >> 33) as usize % 100
+                })
+                .collect();
+            let rows: Vec<(usize, usize)> = positions
+                .iter()
+                .map(|p| {
+                    let step = starts.partition_point(|s| s <= p) - 1;
+                    (step, p - starts[step])
+                })
+                .collect();
+            let gathered = gather_rows(&schema, &steps, &rows).unwrap();
+            let indices = UInt64Array::from_iter_values(positions.iter().map(|p| *p as u64));
+            let expected = arrow_select::take::take_record_batch(&joined, &indices).unwrap();
+            assert_eq!(gathered.num_rows(), len);
+            for (got, want) in gathered.columns().iter().zip(expected.columns()) {
+                // Dictionaries may differ in their values, not in what their rows say.
+                let unpack = |a: &ArrayRef| match a.as_any().downcast_ref::<DictionaryArray<Int32Type>>() {
+                    Some(d) => arrow_select::take::take(d.values().as_ref(), d.keys(), None).unwrap(),
+                    None => a.clone(),
+                };
+                assert_eq!(&unpack(got), &unpack(want));
+            }
+        }
+        assert!(gather_rows(&schema, &steps, &[(1, 1)]).is_err(), "step 1 has one row");
+    }
+
+    #[test]
+    fn compact_copies_only_columns_cut_from_larger_buffers() {
+        let schema = schema();
+        let big = step(&schema, 0..100_000);
+        let fresh = step(&schema, 0..1_000);
+        let sliced = big.slice(500, 1_000);
+        let compacted = compact(&sliced).unwrap();
+        let kept = compact(&fresh).unwrap();
+        for i in 0..schema.fields().len() {
+            assert_eq!(compacted.column(i).as_ref(), sliced.column(i).as_ref());
+            // Fresh columns are the same arrays (but lists, which Arrow cannot size by their
+            // rows); slices of 100,000 rows hold their 1,000 rows only (the dictionary keeps
+            // its three values).
+            let pointers = |a: &ArrayRef| a.to_data().buffers().iter().map(|b| b.as_ptr()).collect::<Vec<_>>();
+            if sized_by_rows(schema.field(i).data_type()) {
+                assert_eq!(pointers(kept.column(i)), pointers(fresh.column(i)), "column {i} was copied");
+            }
+            let held = compacted.column(i).get_buffer_memory_size();
+            assert!(held < sliced.column(i).get_buffer_memory_size() / 10, "column {i} holds {held} bytes");
+        }
+    }
 }

@@ -18,13 +18,13 @@ use std::pin::Pin;
 use std::sync::Arc;
 use std::task::{Context, Poll};
 
-use arrow_array::{RecordBatch, UInt64Array};
+use arrow_array::RecordBatch;
 use arrow_schema::{DataType, FieldRef, Schema, SchemaRef};
 use futures::stream::BoxStream;
 use futures::{Stream, StreamExt, TryStreamExt};
 
 use super::batch_plan::{BatchPlan, column_spans};
-use super::decode_stream::{DecodeBatchStream, compact, concat_steps};
+use super::decode_stream::{DecodeBatchStream, compact, concat_steps, gather_rows};
 use super::field_decoder::field_decoder;
 use super::field_scheduler::RowPriority;
 use super::file_reader::FileReader;
@@ -414,11 +414,11 @@ impl ReadBuilder {
             RowSelection::try_from_indices(indices, self.file.num_rows()).map_err(|e| e.with_location(&location))?;
         let mut stream = self.with_selection(selection).launch(false).await?;
         let schema = stream.schema().clone();
-        // Every step but the last is copied as the next comes (see `compact`): kept until the
-        // end, it would keep its pages alive past their reservation of the I/O buffer. The last
-        // is copied only if nothing below copies it anyway (concatenating or reordering), so
-        // that a take touches its rows' memory as few times as it can (a process's first read
-        // pays a page fault for every fresh 4 KiB).
+        // Every step but the last is compacted as the next comes (see `compact`): kept until
+        // the end, a step cut from its pages would keep them alive past their reservation of
+        // the I/O buffer. The last is compacted only if nothing below copies it anyway
+        // (concatenating or gathering), so that a take touches its rows' memory as few times
+        // as it can (a process's first read pays a page fault for every fresh 4 KiB).
         let mut steps = Vec::new();
         let mut last: Option<RecordBatch> = None;
         while let Some(step) = stream.next().await {
@@ -429,22 +429,35 @@ impl ReadBuilder {
         let mut sorted = indices.to_vec();
         sorted.sort_unstable();
         sorted.dedup();
-        let in_order = sorted.as_slice() == indices;
-        let batch = match (steps.is_empty(), last) {
-            (true, Some(only)) if in_order => compact(&only)?,
-            (true, Some(only)) => only,
-            (_, last) => {
-                steps.extend(last);
-                concat_steps(&schema, &steps)?
-            }
-        };
-        drop(steps);
-        if in_order {
-            return Ok(batch);
+        if sorted.as_slice() == indices {
+            return match (steps.is_empty(), last) {
+                (true, Some(only)) => compact(&only),
+                (_, last) => {
+                    steps.extend(last);
+                    concat_steps(&schema, &steps)
+                }
+            };
         }
-        let positions: UInt64Array =
-            indices.iter().map(|i| sorted.partition_point(|s| s < i) as u64).collect::<Vec<_>>().into();
-        Ok(arrow_select::take::take_record_batch(&batch, &positions)?)
+        steps.extend(last);
+        // Each wanted row as (step, row within it), in the order asked: the rows are gathered
+        // from the steps in one pass, without concatenating them first.
+        let starts: Vec<usize> = steps
+            .iter()
+            .scan(0, |start, step| {
+                let at = *start;
+                *start += step.num_rows();
+                Some(at)
+            })
+            .collect();
+        let rows: Vec<(usize, usize)> = indices
+            .iter()
+            .map(|i| {
+                let position = sorted.partition_point(|s| s < i);
+                let step = starts.partition_point(|s| *s <= position).saturating_sub(1);
+                (step, position - starts.get(step).copied().unwrap_or(0))
+            })
+            .collect();
+        gather_rows(&schema, &steps, &rows)
     }
 
     /// What a filtered read would do before it reads data: zones ruled out by the statistics,
