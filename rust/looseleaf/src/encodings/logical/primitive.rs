@@ -218,14 +218,56 @@ fn variable_width_array(
             })?;
         Buffer::from_vec(narrow)
     };
-    let data = ArrayDataBuilder::new(data_type.clone())
-        .len(block.num_values as usize)
+    let rows = block.num_values as usize;
+    ensure!(nulls.as_ref().is_none_or(|n| n.len() == rows), corrupt, "validity and values differ in length");
+    let utf8 = matches!(data_type, DataType::Utf8 | DataType::LargeUtf8);
+    let offsets = match large {
+        true => checked_offsets::<i64>(offsets, rows, block.data.as_slice(), utf8)?,
+        false => checked_offsets::<i32>(offsets, rows, block.data.as_slice(), utf8)?,
+    };
+    let builder = ArrayDataBuilder::new(data_type.clone())
+        .len(rows)
         .add_buffer(offsets)
         .add_buffer(block.data)
         .nulls(nulls)
-        .align_buffers(true)
-        .build()?;
+        .align_buffers(true);
+    // SAFETY: `checked_offsets` checked what Arrow's validation would (`rows + 1` offsets,
+    // from 0 or more, never decreasing, within the data; for strings, values that are UTF-8
+    // and offsets on character boundaries), and the validity's length.
+    let data = unsafe { builder.build_unchecked() };
     Ok(make_array(data))
+}
+
+/// `offsets` (of `rows` values of `data`), aligned to `O`, once checked as Arrow's validation
+/// of a variable-width array checks them — `rows + 1` offsets, the first not negative, none
+/// smaller than the one before, the last within `data`, and for strings (`utf8`) the values
+/// UTF-8 — but faster: the order in one pass without early exit (it vectorises), UTF-8 over the
+/// span the values cover at once, character boundaries only for a span that is not ASCII.
+/// Arrow looked at the data at every offset: for short strings, a fifth of a scan.
+fn checked_offsets<O: arrow_buffer::ArrowNativeType + Ord>(
+    offsets: Buffer,
+    rows: usize,
+    data: &[u8],
+    utf8: bool,
+) -> Result<Buffer> {
+    let width = std::mem::size_of::<O>();
+    let needed = rows.checked_add(1).and_then(|n| n.checked_mul(width)).filter(|needed| *needed <= offsets.len());
+    let Some(needed) = needed else { bail!(corrupt, "{rows} strings with {} bytes of offsets", offsets.len()) };
+    let offsets = offsets.slice_with_length(0, needed);
+    let offsets = match offsets.as_ptr().align_offset(width) {
+        0 => offsets,
+        _ => Buffer::from_slice_ref(offsets.as_slice()),
+    };
+    let values: &[O] = offsets.typed_data::<O>();
+    let (first, last) = (values[0], values[rows]);
+    ensure!(first >= O::usize_as(0), corrupt, "a string offset is negative");
+    let ordered = values.windows(2).fold(true, |ordered, pair| ordered & (pair[0] <= pair[1]));
+    ensure!(ordered, corrupt, "string offsets decrease");
+    ensure!(last.as_usize() <= data.len(), corrupt, "string offsets end past their {} bytes of data", data.len());
+    if utf8 {
+        super::views::check_utf8_values(values, data)?;
+    }
+    Ok(offsets)
 }
 
 /// Estimated size in bytes of `array` once encoded, used to cut pages.
@@ -320,6 +362,55 @@ pub fn rows_within(array: &dyn Array, budget: u64) -> usize {
 mod tests {
     use super::*;
     use arrow_array::{BinaryArray, Int32Array, LargeBinaryArray, LargeStringArray, StringArray, StringViewArray};
+
+    /// The array of `offsets` over `data` as `kind`, or the error saying why not.
+    fn strings(offsets: &[i32], data: &[u8], kind: &DataType) -> Result<ArrayRef> {
+        let block = VariableWidthBlock {
+            offsets: Buffer::from_slice_ref(offsets),
+            bits_per_offset: 32,
+            data: Buffer::from_slice_ref(data),
+            num_values: offsets.len() as u64 - 1,
+        };
+        variable_width_array(block, None, kind)
+    }
+
+    #[test]
+    fn string_offsets_and_utf8_are_checked_as_arrow_would() {
+        let text = "ab\u{e9}cd".as_bytes(); // a two-byte character at 2..4
+        let got = strings(&[0, 2, 4, 6], text, &DataType::Utf8).unwrap();
+        assert_eq!(got.as_string::<i32>(), &StringArray::from(vec!["ab", "\u{e9}", "cd"]));
+        let ascii = strings(&[1, 1, 3], b"xyz", &DataType::LargeUtf8).unwrap();
+        assert_eq!(ascii.as_string::<i64>(), &LargeStringArray::from(vec!["", "yz"]));
+        for (offsets, data, kind, message) in [
+            (&[0, 3, 6][..], text, &DataType::Utf8, "splits a character"),
+            (&[0, 4, 2][..], text, &DataType::Utf8, "decrease"),
+            (&[-1, 2][..], text, &DataType::Utf8, "negative"),
+            (&[0, 7][..], text, &DataType::Binary, "past their"),
+            (&[0, 2][..], &[0xff, 0x41][..], &DataType::Utf8, "not valid UTF-8"),
+        ] {
+            let error = strings(offsets, data, kind).unwrap_err().to_string();
+            assert!(error.contains(message), "{offsets:?}: {error}");
+        }
+        // Binary values need no UTF-8; too few offsets for the values is an error.
+        assert_eq!(strings(&[0, 1, 2], &[0xff, 0xfe], &DataType::Binary).unwrap().len(), 2);
+        let short = VariableWidthBlock {
+            offsets: Buffer::from_slice_ref([0i32, 1]),
+            bits_per_offset: 32,
+            data: Buffer::from_slice_ref(b"ab"),
+            num_values: 2,
+        };
+        assert!(variable_width_array(short, None, &DataType::Utf8).is_err());
+        // Offsets not aligned to their width are copied first.
+        let bytes = Buffer::from_slice_ref([9u8, 0, 0, 0, 0, 0, 0, 0, 0, 2, 0, 0, 0]);
+        let unaligned = VariableWidthBlock {
+            offsets: bytes.slice(1),
+            bits_per_offset: 32,
+            data: Buffer::from_slice_ref(b"abc"),
+            num_values: 2,
+        };
+        let got = variable_width_array(unaligned, None, &DataType::Utf8).unwrap();
+        assert_eq!(got.as_string::<i32>(), &StringArray::from(vec!["", "ab"]));
+    }
 
     fn round_trip(array: ArrayRef) {
         let block = array_to_block(array.as_ref()).unwrap();
