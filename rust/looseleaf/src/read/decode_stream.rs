@@ -213,7 +213,8 @@ impl DecodeBatchStream {
 /// # Errors
 /// Arrow's, which it has no reason to give for arrays the reader made.
 pub fn compact(batch: &RecordBatch) -> Result<RecordBatch> {
-    if !batch.columns().iter().any(|c| holds_more_than_its_rows(c.as_ref())) {
+    let to_copy: Vec<bool> = batch.columns().iter().map(|c| holds_more_than_its_rows(c.as_ref())).collect();
+    if !to_copy.contains(&true) {
         return Ok(batch.clone());
     }
     let all = UInt32Array::from_iter_values(0..u32::try_from(batch.num_rows()).unwrap_or(u32::MAX));
@@ -223,7 +224,8 @@ pub fn compact(batch: &RecordBatch) -> Result<RecordBatch> {
     let columns = batch
         .columns()
         .iter()
-        .map(|c| match holds_more_than_its_rows(c.as_ref()) {
+        .zip(to_copy)
+        .map(|(c, copy)| match copy {
             true => Ok(arrow_select::take::take(c.as_ref(), &all, None)?),
             false => Ok(c.clone()),
         })
