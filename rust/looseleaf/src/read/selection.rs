@@ -3,6 +3,7 @@
 
 use std::fmt::Display;
 use std::ops::Range;
+use std::sync::Arc;
 
 use crate::error::{Error, Result, ensure};
 
@@ -24,9 +25,13 @@ where
 }
 
 /// A set of top-level rows as sorted, disjoint, non-adjacent, non-empty ranges.
+///
+/// Clones share the ranges: every column of a read holds the read's selection, and a take of
+/// 1,000 rows from 300 columns kept 300 copies of its 1,000 ranges (fresh memory, which a
+/// process's first read pays a page fault per 4 KiB for).
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct RowSelection {
-    ranges: Vec<Range<u64>>,
+    ranges: Arc<[Range<u64>]>,
 }
 
 impl RowSelection {
@@ -80,7 +85,7 @@ impl RowSelection {
                 _ => out.push(range),
             }
         }
-        Self { ranges: out }
+        Self { ranges: out.into() }
     }
 
     /// Checks that every selected row is below `num_rows`.
@@ -137,11 +142,26 @@ impl RowSelection {
         Self::from_sorted(out)
     }
 
-    /// The selected rows within `span`, relative to `span.start`.
-    pub fn within(&self, span: Range<u64>) -> Vec<Range<u64>> {
+    /// The selected ranges overlapping `span` (not cut to it).
+    fn overlapping(&self, span: &Range<u64>) -> &[Range<u64>] {
         let first = self.ranges.partition_point(|r| r.end <= span.start);
         let last = self.ranges.partition_point(|r| r.start < span.end).max(first);
-        self.ranges[first..last]
+        &self.ranges[first..last]
+    }
+
+    /// The first selected row of `span`, if any.
+    pub fn first_within(&self, span: Range<u64>) -> Option<u64> {
+        self.overlapping(&span).first().map(|r| r.start.max(span.start))
+    }
+
+    /// Whether every row of `span` is selected.
+    pub fn covers(&self, span: Range<u64>) -> bool {
+        matches!(self.overlapping(&span), [r] if r.start <= span.start && span.end <= r.end)
+    }
+
+    /// The selected rows within `span`, relative to `span.start`.
+    pub fn within(&self, span: Range<u64>) -> Vec<Range<u64>> {
+        self.overlapping(&span)
             .iter()
             .map(|r| r.start.max(span.start) - span.start..r.end.min(span.end) - span.start)
             .collect()
@@ -160,6 +180,9 @@ mod tests {
         assert_eq!(s.within(0..5), vec![1..4]);
         assert_eq!(s.within(3..10), vec![0..1, 4..5, 6..7]);
         assert_eq!(s.within(11..20), Vec::<Range<u64>>::new());
+        assert_eq!((s.first_within(0..5), s.first_within(2..9), s.first_within(4..7)), (Some(1), Some(2), None));
+        assert!(s.covers(1..4) && s.covers(2..3) && s.covers(9..11));
+        assert!(!s.covers(0..2) && !s.covers(3..5) && !s.covers(7..10) && !s.covers(4..7));
         assert!(s.check_bounds(11).is_ok());
         assert!(s.check_bounds(10).is_err());
         let t = RowSelection::from_sorted_ranges(vec![0..2, 3..8, 10..20]);

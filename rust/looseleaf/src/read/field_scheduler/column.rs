@@ -82,12 +82,20 @@ impl ColumnPages {
     }
 
     /// The pages overlapping `selection`, each with its selected rows (relative to the page).
+    pub fn select(&self, selection: &RowSelection) -> Vec<(usize, Vec<Range<u64>>)> {
+        self.selected_pages(selection)
+            .into_iter()
+            .map(|index| (index, selection.within(self.page_rows(index))))
+            .collect()
+    }
+
+    /// The pages overlapping `selection`, in order.
     ///
     /// Walks the pages holding selected rows, skipping the selection's ranges a page covers
     /// by binary search: a take of 1,000 rows from a column of one page looks the page up
     /// once, not once per row (which, for each of 300 columns, was most of the time before a
     /// wide take's first read).
-    pub fn select(&self, selection: &RowSelection) -> Vec<(usize, Vec<Range<u64>>)> {
+    pub fn selected_pages(&self, selection: &RowSelection) -> Vec<usize> {
         let ranges = selection.ranges();
         let mut out = Vec::new();
         // Rows before `done` are handled; `next` is the first range ending after it.
@@ -108,10 +116,8 @@ impl ColumnPages {
             if start >= rows.end {
                 break;
             }
-            let selected = selection.within(rows.clone());
-            if !selected.is_empty() {
-                out.push((index, selected));
-            }
+            // Row `start` is selected and lies in the page.
+            out.push(index);
             done = rows.end;
             next += ranges[next..].partition_point(|r| r.end <= done);
         }
@@ -159,7 +165,12 @@ impl ColumnPages {
 /// The selected pages of a column not yet scheduled, in order, with their priorities.
 pub struct PendingPages {
     column: Arc<ColumnPages>,
-    pages: VecDeque<(usize, Vec<Range<u64>>)>,
+    /// The pages left to schedule, in order.
+    pages: VecDeque<usize>,
+    /// The rows of the column to read (shared with the read's other columns): each page's
+    /// rows are cut from it as the page is scheduled, so that the pages of every column of a
+    /// read do not all hold their rows at once.
+    selection: RowSelection,
     priority: Arc<RowPriority>,
     verify_checksums: bool,
 }
@@ -173,8 +184,8 @@ impl PendingPages {
         priority: Arc<RowPriority>,
         context: &ReadContext,
     ) -> Self {
-        let pages = column.select(selection).into();
-        Self { column, pages, priority, verify_checksums: context.verify_checksums }
+        let pages = column.selected_pages(selection).into();
+        Self { column, pages, selection: selection.clone(), priority, verify_checksums: context.verify_checksums }
     }
 
     /// Schedules rows `ranges` of page `index` of the column (see
@@ -201,29 +212,25 @@ impl PendingPages {
 
     /// The priority of the next page: the top-level row of its first selected row.
     pub fn next_priority(&self) -> Option<Priority> {
-        self.pages.front().map(|(index, ranges)| {
-            self.priority.priority(self.column.page_rows(*index).start + ranges.first().map_or(0, |r| r.start))
-        })
+        let rows = self.column.page_rows(*self.pages.front()?);
+        Some(self.priority.priority(self.selection.first_within(rows.clone()).unwrap_or(rows.start)))
     }
 
     /// The next page, its selected rows (relative to the page) and its priority.
     pub fn pop(&mut self) -> Option<(usize, Vec<Range<u64>>, Priority)> {
         let priority = self.next_priority()?;
-        let (index, ranges) = self.pages.pop_front()?;
-        Some((index, ranges, priority))
+        let index = self.pages.pop_front()?;
+        Some((index, self.selection.within(self.column.page_rows(index)), priority))
     }
 
     /// Whether the next page is selected whole.
     pub fn next_is_whole(&self) -> bool {
-        self.pages.front().is_some_and(|(index, ranges)| {
-            let rows = self.column.page_rows(*index);
-            matches!(ranges.as_slice(), [r] if r.start == 0 && r.end == rows.end - rows.start)
-        })
+        self.pages.front().is_some_and(|index| self.selection.covers(self.column.page_rows(*index)))
     }
 
     /// The index of the next page.
     pub fn peek_index(&self) -> Option<usize> {
-        self.pages.front().map(|(index, _)| *index)
+        self.pages.front().copied()
     }
 
     /// Forgets the remaining pages (their decoder is gone).
@@ -332,6 +339,12 @@ mod tests {
                 .filter(|(i, r)| !r.is_empty() && !c.page_rows(*i).is_empty())
                 .collect();
             assert_eq!(c.select(&selection), expected, "{ranges:?}");
+            // What a column's pending pages ask of the selection, against the rows cut out.
+            for i in (0..sizes.len()).filter(|i| !c.page_rows(*i).is_empty()) {
+                let (rows, within) = (c.page_rows(i), selection.within(c.page_rows(i)));
+                assert_eq!(selection.first_within(rows.clone()), within.first().map(|r| rows.start + r.start));
+                assert_eq!(selection.covers(rows.clone()), within == [0..rows.end - rows.start]);
+            }
         }
     }
 }
