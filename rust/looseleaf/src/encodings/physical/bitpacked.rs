@@ -239,12 +239,12 @@ pub fn encode(
 }
 
 /// Appends 64-bit lanes plus `reference` as 16-byte little-endian integers (wrapping).
+///
+/// Written as they are computed: zeroing the output first (`resize`) was a `memset` of every
+/// decimal column's values, and in a first read of lineitem an eighth of its page faults.
 fn widen_into(lanes: &[u8], reference: i128, out: &mut MutableBuffer) {
-    let start = out.len();
-    out.resize(start + lanes.len() * 2, 0);
-    let target = &mut out.as_slice_mut()[start..];
-    for (lane, value) in lanes.chunks_exact(8).zip(target.chunks_exact_mut(16)) {
+    out.extend(lanes.chunks_exact(8).map(|lane| {
         let delta = u64::from_le_bytes([lane[0], lane[1], lane[2], lane[3], lane[4], lane[5], lane[6], lane[7]]);
-        value.copy_from_slice(&reference.wrapping_add(delta as i128).to_le_bytes());
-    }
+        reference.wrapping_add(delta as i128)
+    }));
 }
