@@ -156,6 +156,7 @@ def test_take_reads_every_row_in_one_round(moto):
         reader = looseleaf.open(path, storage_options=options, io_depth=64)
         reader.take([0])  # column metadata loaded
         p.settings.first_byte = 0.05
+        earlier = p.stats.count()
         p.stats.clear()
         got = reader.take(indices)
         assert got.equals(take_rows(table, indices))
@@ -164,8 +165,9 @@ def test_take_reads_every_row_in_one_round(moto):
         plan = reader.plan(indices=indices)
         planned = plan["reads"] + plan["indirect_requests"]
         # The latency model learnt a store answering at once, so the 50 ms requests look like
-        # stragglers: hedges (a second request for the same range, at most one in 20) may add.
-        assert p.stats.count() <= planned + planned // 20, p.stats.requests
+        # stragglers: hedges (a second request for the same range) may add, at most one in 20
+        # of the reader's requests, those of its open and first take included.
+        assert p.stats.count() <= planned + (earlier + p.stats.count()) // 20, p.stats.requests
 
 
 def test_throttling_is_retried_and_lowers_the_depth(moto, options):
