@@ -238,7 +238,7 @@ pub fn encode(
     })
 }
 
-/// Appends 64-bit lanes plus `reference` as 16-byte little-endian integers (wrapping).
+/// Appends 64-bit lanes plus `reference` as 16-byte integers (wrapping, in Arrow's native order).
 ///
 /// Written as they are computed: zeroing the output first (`resize`) was a `memset` of every
 /// decimal column's values, and in a first read of lineitem an eighth of its page faults.

@@ -81,7 +81,9 @@ impl ColumnPages {
         self.pages.iter().flat_map(|p| &p.buffers).map(|b| b.size).fold(0u64, u64::saturating_add)
     }
 
-    /// The pages overlapping `selection`, each with its selected rows (relative to the page).
+    /// The pages overlapping `selection`, each with its selected rows (relative to the page):
+    /// what a column's [`PendingPages`] schedule, page by page.
+    #[cfg(test)]
     pub fn select(&self, selection: &RowSelection) -> Vec<(usize, Vec<Range<u64>>)> {
         self.selected_pages(selection)
             .into_iter()
