@@ -393,7 +393,7 @@ impl PageEncoder {
             Some(EncodingKind::Rle) => return encode_rle(DataBlock::VariableWidth(values), self, buffers, policy),
             Some(EncodingKind::Fsst) => {
                 return match fsst::train(&strings).and_then(|trained| trained.compress(&strings)) {
-                    Some((table, codes)) => encode_fsst(table, codes, buffers, policy),
+                    Some((table, codes)) => encode_fsst(table, codes, &strings, buffers, policy),
                     None => bail!(invalid, "FSST does not compress this page"),
                 };
             }
@@ -427,7 +427,7 @@ impl PageEncoder {
                 && let Some((table, codes)) = trained.compress(&strings)
                 && (codes.data.len() as u64 + table.len() as u64) * 10 < data.len() as u64 * 8
             {
-                return encode_fsst(table, codes, buffers, policy);
+                return encode_fsst(table, codes, &strings, buffers, policy);
             }
         }
         encode_binary(values, buffers, policy)
@@ -785,16 +785,32 @@ fn encode_dictionary(
     })))
 }
 
+/// An FSST node: the table, the codes and each value's decompressed length (`strings`, the
+/// values compressed), which lets a scan decompress a batch in one pass.
 fn encode_fsst(
     table: Buffer,
     codes: VariableWidthBlock,
+    strings: &[&[u8]],
     buffers: &mut Vec<Buffer>,
     policy: &EncodingPolicy,
 ) -> Result<proto::Encoding> {
     buffers.push(table);
     let symbols_buffer = (buffers.len() - 1) as u32;
     let codes = encode_binary(codes, buffers, &policy.nested())?;
-    Ok(node(Kind::Fsst(proto::FsstEncoding { symbols_buffer, codes: Some(Box::new(codes)) })))
+    let num_values = strings.len() as u64;
+    let lengths = if strings.iter().all(|s| s.len() <= u32::MAX as usize) {
+        let data = Buffer::from_vec(strings.iter().map(|s| s.len() as u32).collect::<Vec<u32>>());
+        FixedWidthBlock { data, bits_per_value: 32, num_values }
+    } else {
+        let data = Buffer::from_vec(strings.iter().map(|s| s.len() as u64).collect::<Vec<u64>>());
+        FixedWidthBlock { data, bits_per_value: 64, num_values }
+    };
+    let lengths = encode_integers(&lengths, false, &policy.nested(), buffers)?;
+    Ok(node(Kind::Fsst(proto::FsstEncoding {
+        symbols_buffer,
+        codes: Some(Box::new(codes)),
+        decoded_lengths: Some(Box::new(lengths)),
+    })))
 }
 
 /// Variable-width values with their offsets encoded as integers (delta, usually).

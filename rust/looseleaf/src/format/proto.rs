@@ -466,6 +466,10 @@ pub struct FsstEncoding {
     /// The compressed codes of each value (a [`BinaryEncoding`]).
     #[prost(message, optional, boxed, tag = "2")]
     pub codes: Option<Box<Encoding>>,
+    /// Optional: each value's decompressed length, as unsigned integers of 32 or 64 bits. With
+    /// them a scan decompresses a batch's codes in one pass; without, value by value.
+    #[prost(message, optional, boxed, tag = "3")]
+    pub decoded_lengths: Option<Box<Encoding>>,
 }
 
 /// Floats split in two (ALP-RD): the high `value_bytes × 8 − right_bits` bits of each value (its

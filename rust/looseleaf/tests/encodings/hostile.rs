@@ -776,9 +776,10 @@ impl Mutator {
                 self.child(indices);
                 self.child(dictionary);
             }
-            Some(Kind::Fsst(FsstEncoding { symbols_buffer, codes })) => {
+            Some(Kind::Fsst(FsstEncoding { symbols_buffer, codes, decoded_lengths })) => {
                 self.u32(symbols_buffer);
                 self.child(codes);
+                self.child(decoded_lengths);
             }
             Some(Kind::AlpRd(AlpRdEncoding {
                 value_bytes,

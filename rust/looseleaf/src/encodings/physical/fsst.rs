@@ -10,6 +10,12 @@
 //!
 //! Compression and decompression use the `fsst-rs` crate; the symbol table is checked before
 //! use and every code string before it is decompressed.
+//!
+//! Pages may also store each value's decompressed length (an integer child, written since
+//! 2026-11-27): a scan then decompresses a batch's codes in one call, the output offsets being
+//! a prefix sum of the lengths. Without them, or for a few scattered rows (a take, which then
+//! does not read them), values are decompressed one by one, each one's end found by
+//! decompressing it.
 
 use std::ops::Range;
 
@@ -18,7 +24,7 @@ use bytes::Bytes;
 use fsst::{Compressor, Decompressor, Symbol};
 
 use super::PageContext;
-use crate::encodings::{DataBlock, PageDecoder, PageLoad, PageScheduler, VariableWidthBlock};
+use crate::encodings::{DataBlock, FixedWidthBlock, PageDecoder, PageLoad, PageScheduler, VariableWidthBlock};
 use crate::error::{Result, bail, ensure};
 use crate::format::proto::{BufferLocation, FsstEncoding};
 use crate::io::PageIo;
@@ -36,6 +42,8 @@ const NO_SYMBOL: u8 = u8::MAX;
 pub struct FsstScheduler {
     symbols: BufferLocation,
     codes: Box<dyn PageScheduler>,
+    /// Each value's decompressed length, if the page stores them.
+    decoded_lengths: Option<Box<dyn PageScheduler>>,
 }
 
 impl FsstScheduler {
@@ -44,7 +52,11 @@ impl FsstScheduler {
         let Some(codes) = encoding.codes.as_deref() else { bail!(corrupt, "FSST encoding without codes") };
         let symbols = page.buffer(encoding.symbols_buffer, None, "FSST symbol table")?;
         ensure!(symbols.size <= 1 + 255 * 9, corrupt, "FSST symbol table of {} bytes", symbols.size);
-        Ok(Self { symbols, codes: super::page_scheduler(Some(codes), page)? })
+        let decoded_lengths = match encoding.decoded_lengths.as_deref() {
+            Some(lengths) => Some(super::page_scheduler(Some(lengths), page)?),
+            None => None,
+        };
+        Ok(Self { symbols, codes: super::page_scheduler(Some(codes), page)?, decoded_lengths })
     }
 }
 
@@ -56,10 +68,25 @@ impl PageScheduler for FsstScheduler {
     fn schedule_ranges(&self, ranges: &[Range<u64>], io: &PageIo) -> PageLoad {
         let table = io.submit(vec![self.symbols.offset..self.symbols.offset + self.symbols.size]);
         let codes = self.codes.schedule_ranges(ranges, io);
+        // The lengths are worth a read where the codes are read in long runs (what a binary
+        // page reads whole): a take of scattered rows would read a block of lengths per row
+        // to save a few calls of the decompressor.
+        let selected: u64 = ranges.iter().map(|r| r.end - r.start).sum();
+        let decoded_lengths = self
+            .decoded_lengths
+            .as_ref()
+            .filter(|_| selected.saturating_mul(2) >= self.num_rows())
+            .map(|lengths| lengths.schedule_ranges(ranges, io));
         Box::pin(async move {
-            let (mut table, codes) = futures::try_join!(table, codes)?;
+            let lengths = async {
+                match decoded_lengths {
+                    Some(lengths) => lengths.await.map(Some),
+                    None => Ok(None),
+                }
+            };
+            let (mut table, codes, decoded_lengths) = futures::try_join!(table, codes, lengths)?;
             let table = SymbolTable::parse(&table.pop().unwrap_or_default())?;
-            Ok(Box::new(FsstDecoder { table, codes }) as Box<dyn PageDecoder>)
+            Ok(Box::new(FsstDecoder { table, codes, decoded_lengths }) as Box<dyn PageDecoder>)
         })
     }
 }
@@ -209,6 +236,57 @@ impl SymbolTable {
         Ok((out, ends))
     }
 
+    /// The values of `codes` (whole values' codes, back to back) decompressed in one call,
+    /// with offsets from `lengths`, each value's decompressed length (32- or 64-bit integers).
+    ///
+    /// A corrupt page is caught where it would matter to memory or to the values' count: the
+    /// codes must decompress to exactly the lengths' sum, and the run must not end inside an
+    /// escape. A value ending inside an escape, or a code without a symbol, elsewhere in the
+    /// run shifts bytes between values (which callers then check as strings, like any bytes);
+    /// the output buffer holds 8 bytes per code whatever the lengths claim.
+    fn decompress_with_lengths(&self, codes: &[u8], lengths: &FixedWidthBlock) -> Result<DataBlock> {
+        let n = lengths.num_values as usize;
+        let total: u64 = match lengths.bits_per_value {
+            32 => lengths
+                .data
+                .as_slice()
+                .get(..n * 4)
+                .map(|b| b.chunks_exact(4).map(|c| u32::from_le_bytes([c[0], c[1], c[2], c[3]]) as u64).sum()),
+            64 => lengths.data.as_slice().get(..n * 8).map(|b| {
+                b.chunks_exact(8)
+                    .fold(0u64, |sum, c| sum.saturating_add(u64::from_le_bytes(c.try_into().unwrap_or_default())))
+            }),
+            bits => bail!(corrupt, "FSST decoded lengths of {bits} bits"),
+        }
+        .ok_or_else(|| crate::Error::corrupt("FSST decoded lengths decoded short"))?;
+        // Most bytes codes can decompress to: 8 per code (then 8 for the decompressor's wide
+        // writes), the bound that keeps it in the buffer.
+        ensure!(
+            total <= codes.len() as u64 * 8,
+            corrupt,
+            "FSST decoded lengths sum to {total} bytes, more than {} codes can hold",
+            codes.len()
+        );
+        if codes.last() == Some(&ESCAPE) {
+            let run = codes.iter().rev().take_while(|code| **code == ESCAPE).count();
+            ensure!(run % 2 == 0, corrupt, "an FSST value ends with an escape");
+        }
+        let offsets =
+            if total <= i32::MAX as u64 { prefix_sum::<u32>(lengths, n) } else { prefix_sum::<u64>(lengths, n) };
+        let mut out: Vec<u8> = Vec::with_capacity(codes.len() * 8 + 8);
+        let decompressor = Decompressor::new(&self.symbols, &self.lengths);
+        let written = decompressor.decompress_into(codes, out.spare_capacity_mut());
+        ensure!(written as u64 == total, corrupt, "FSST codes decompress to {written} bytes, not {total}");
+        // SAFETY: `decompress_into` initialised `written` bytes of the spare capacity.
+        unsafe { out.set_len(written) };
+        Ok(DataBlock::VariableWidth(VariableWidthBlock {
+            offsets,
+            bits_per_offset: if total <= i32::MAX as u64 { 32 } else { 64 },
+            data: Buffer::from_vec(out),
+            num_values: n as u64,
+        }))
+    }
+
     /// Decompresses the codes of one value to `out`; returns the number of bytes written.
     ///
     /// Eight codes at a time while none of them is the escape (one test for the eight, then
@@ -261,6 +339,8 @@ impl SymbolTable {
 struct FsstDecoder {
     table: SymbolTable,
     codes: Box<dyn PageDecoder>,
+    /// Each value's decompressed length, over the same rows as `codes`, if read.
+    decoded_lengths: Option<Box<dyn PageDecoder>>,
 }
 
 impl PageDecoder for FsstDecoder {
@@ -279,6 +359,14 @@ impl PageDecoder for FsstDecoder {
         };
         ensure!(first <= last && last as usize <= data.len(), corrupt, "FSST code offsets out of range");
         ensure!(offsets.windows(2).all(|pair| pair[0] <= pair[1]), corrupt, "FSST code offsets decrease");
+        if let Some(lengths) = &self.decoded_lengths {
+            let DataBlock::FixedWidth(lengths) = lengths.decode(rows_to_skip, num_rows)? else {
+                bail!(corrupt, "FSST decoded lengths are not integers")
+            };
+            ensure!(lengths.num_values == num_rows, corrupt, "FSST decoded lengths of the wrong length");
+            let codes = &data[first as usize..last as usize];
+            return self.table.decompress_with_lengths(codes, &lengths);
+        }
         let (out, out_offsets) = self.table.decompress(&offsets, data)?;
         let total = out_offsets.last().copied().unwrap_or(0);
         let (offsets, bits_per_offset) = if total <= i32::MAX as u64 {
@@ -293,6 +381,28 @@ impl PageDecoder for FsstDecoder {
             num_values: num_rows,
         }))
     }
+}
+
+/// The `n + 1` offsets (`T`: `u32` or `u64`, wide enough for their sum, which the caller
+/// checked) of values of `lengths` (32- or 64-bit integers, at least `n` of them).
+fn prefix_sum<T: arrow_buffer::ArrowNativeType + TryFrom<u64> + Default + Copy + std::ops::Add<Output = T>>(
+    lengths: &FixedWidthBlock,
+    n: usize,
+) -> Buffer {
+    let mut out: Vec<T> = Vec::with_capacity(n + 1);
+    let mut sum = T::default();
+    out.push(sum);
+    let bytes = lengths.data.as_slice();
+    let mut push = |length: u64| {
+        sum = sum + T::try_from(length).unwrap_or_default();
+        out.push(sum);
+    };
+    if lengths.bits_per_value == 32 {
+        bytes[..n * 4].chunks_exact(4).for_each(|c| push(u32::from_le_bytes([c[0], c[1], c[2], c[3]]) as u64));
+    } else {
+        bytes[..n * 8].chunks_exact(8).for_each(|c| push(u64::from_le_bytes(c.try_into().unwrap_or_default())));
+    }
+    Buffer::from_vec(out)
 }
 
 /// Positions of up to 32 KiB of values spread over a page of `total` bytes in `count` values,
@@ -427,6 +537,59 @@ mod tests {
                 assert_eq!(buffer, expected[want[0] as usize..want[1] as usize]);
             }
         }
+    }
+
+    /// `lengths` as a block of integers of `bits` bits.
+    fn lengths_block(lengths: &[u64], bits: u64) -> FixedWidthBlock {
+        let data = match bits {
+            32 => Buffer::from_vec(lengths.iter().map(|l| *l as u32).collect::<Vec<u32>>()),
+            _ => Buffer::from_vec(lengths.to_vec()),
+        };
+        FixedWidthBlock { data, bits_per_value: bits, num_values: lengths.len() as u64 }
+    }
+
+    #[test]
+    fn values_decompressed_by_their_lengths_equal_values_decompressed_alone() {
+        let mut rng = rand::rngs::StdRng::seed_from_u64(9);
+        for count in [255, 40] {
+            let table = table(count);
+            for (n, escapes) in [(0, 0.1), (1, 0.0), (7, 0.5), (1000, 0.02)] {
+                let (offsets, codes) = random_codes(&mut rng, n, count as u8, escapes);
+                let (expected, ends) = table.decompress(&offsets, &codes).unwrap();
+                let lengths: Vec<u64> = ends.windows(2).map(|pair| pair[1] - pair[0]).collect();
+                for bits in [32, 64] {
+                    let DataBlock::VariableWidth(block) =
+                        table.decompress_with_lengths(&codes, &lengths_block(&lengths, bits)).unwrap()
+                    else {
+                        panic!("not variable width")
+                    };
+                    assert_eq!(block.data.as_slice(), &expected[..]);
+                    assert_eq!(block.offsets_u64().unwrap(), ends);
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn lengths_that_disagree_with_the_codes_are_refused() {
+        let mut rng = rand::rngs::StdRng::seed_from_u64(10);
+        let table = table(255);
+        let (offsets, codes) = random_codes(&mut rng, 50, 255, 0.1);
+        let (_, ends) = table.decompress(&offsets, &codes).unwrap();
+        let lengths: Vec<u64> = ends.windows(2).map(|pair| pair[1] - pair[0]).collect();
+        let mut short = lengths.clone();
+        let nonempty = short.iter().position(|l| *l > 0).unwrap();
+        short[nonempty] -= 1;
+        let mut huge = lengths.clone();
+        huge[0] = u64::MAX / 2;
+        for (what, lengths, bits) in [("short", &short, 32), ("huge", &huge, 64)] {
+            let error = table.decompress_with_lengths(&codes, &lengths_block(lengths, bits)).unwrap_err();
+            assert!(matches!(error, crate::Error::Corrupt { .. }), "{what}: {error}");
+        }
+        let mut dangling = codes.clone();
+        dangling.push(ESCAPE);
+        let error = table.decompress_with_lengths(&dangling, &lengths_block(&lengths, 32)).unwrap_err();
+        assert!(error.to_string().contains("escape"), "{error}");
     }
 
     #[test]

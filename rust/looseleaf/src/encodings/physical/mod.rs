@@ -233,7 +233,7 @@ fn collect_stored(encoding: Option<&proto::Encoding>, used: &mut std::collection
         }
         Kind::Fsst(f) => {
             used.insert(f.symbols_buffer);
-            collect_stored(f.codes.as_deref(), used)
+            collect_stored(f.codes.as_deref(), used).saturating_add(collect_stored(f.decoded_lengths.as_deref(), used))
         }
         Kind::AlpRd(a) => {
             used.extend([a.blocks_buffer, a.exception_rows_buffer, a.exception_left_parts_buffer]);
@@ -282,7 +282,10 @@ pub fn describe(encoding: Option<&proto::Encoding>) -> String {
             describe(d.indices.as_deref()),
             describe(d.dictionary.as_deref())
         ),
-        Some(Kind::Fsst(f)) => format!("fsst({})", describe(f.codes.as_deref())),
+        Some(Kind::Fsst(f)) => match f.decoded_lengths.as_deref() {
+            Some(lengths) => format!("fsst({}, lengths={})", describe(f.codes.as_deref()), describe(Some(lengths))),
+            None => format!("fsst({})", describe(f.codes.as_deref())),
+        },
         Some(Kind::AlpRd(a)) => {
             format!("alp_rd({}+{})", a.value_bytes.saturating_mul(8).saturating_sub(a.right_bits), a.right_bits)
         }
