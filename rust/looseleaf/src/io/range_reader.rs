@@ -134,8 +134,8 @@ impl RangeReader for LocalFileReader {
 #[cfg(unix)]
 fn read_rest(file: &std::fs::File, mut buf: Vec<u8>, len: usize, offset: u64) -> std::io::Result<Vec<u8>> {
     use std::os::fd::AsRawFd;
-    buf.reserve_exact(len.saturating_sub(buf.len()));
-    let mut filled = buf.len().min(len);
+    let mut filled = buf.len();
+    buf.reserve_exact(len.saturating_sub(filled));
     while filled < len {
         let at = offset.checked_add(filled as u64).and_then(|at| libc::off_t::try_from(at).ok()).ok_or_else(|| {
             std::io::Error::new(std::io::ErrorKind::InvalidInput, "read past the largest file offset")

@@ -52,10 +52,11 @@ impl FsstScheduler {
         let Some(codes) = encoding.codes.as_deref() else { bail!(corrupt, "FSST encoding without codes") };
         let symbols = page.buffer(encoding.symbols_buffer, None, "FSST symbol table")?;
         ensure!(symbols.size <= 1 + 255 * 9, corrupt, "FSST symbol table of {} bytes", symbols.size);
-        let decoded_lengths = match encoding.decoded_lengths.as_deref() {
-            Some(lengths) => Some(super::page_scheduler(Some(lengths), page)?),
-            None => None,
-        };
+        let decoded_lengths = encoding
+            .decoded_lengths
+            .as_deref()
+            .map(|lengths| super::page_scheduler(Some(lengths), page))
+            .transpose()?;
         Ok(Self { symbols, codes: super::page_scheduler(Some(codes), page)?, decoded_lengths })
     }
 }
@@ -389,6 +390,8 @@ fn prefix_sum<T: arrow_buffer::ArrowNativeType + TryFrom<u64> + Default + Copy +
     lengths: &FixedWidthBlock,
     n: usize,
 ) -> Buffer {
+    // Written at the offsets' final width in one pass: a batch's offsets are fresh memory, and
+    // u64 offsets narrowed afterwards cost a first-read `l_comment` scan 4–9% more.
     let mut out: Vec<T> = Vec::with_capacity(n + 1);
     let mut sum = T::default();
     out.push(sum);
