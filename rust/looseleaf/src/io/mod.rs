@@ -118,6 +118,13 @@ pub trait EncodingsIo: Send + Sync {
     /// instead of running the step.
     fn spawn_indirect(&self, hint: IndirectHint, step: BoxFuture<'static, ()>);
 
+    /// Ranges of one request at most this many bytes apart are read as one. A page scheduler
+    /// may read a whole buffer at once when the pieces it needs would merge into (nearly) all
+    /// of it anyway, sparing a round trip. 0 by default: nothing merged.
+    fn coalesce_gap(&self) -> u64 {
+        0
+    }
+
     /// Blocks the calling thread — the scheduling loop's own, never a runtime worker — while
     /// enough reads are queued and not yet issued to keep the storage busy, unless `starving`
     /// says a decoder waits for a page the loop has not sent yet: the loop then stays a bounded

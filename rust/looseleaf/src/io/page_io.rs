@@ -101,6 +101,11 @@ impl PageIo {
         })
     }
 
+    /// Ranges at most this many bytes apart are read as one (see [`EncodingsIo::coalesce_gap`]).
+    pub fn coalesce_gap(&self) -> u64 {
+        self.io.coalesce_gap()
+    }
+
     /// A handle for the follow-up requests of an indirect step of this page.
     pub fn follow_up(&self) -> FollowUpIo {
         FollowUpIo {
@@ -208,5 +213,9 @@ impl EncodingsIo for IndirectIo {
 
     fn spawn_indirect(&self, hint: IndirectHint, step: BoxFuture<'static, ()>) {
         self.io.spawn_indirect(hint, step);
+    }
+
+    fn coalesce_gap(&self) -> u64 {
+        self.io.coalesce_gap()
     }
 }

@@ -143,4 +143,8 @@ impl EncodingsIo for PlanningIo {
             bytes: hint.max_bytes,
         });
     }
+
+    fn coalesce_gap(&self) -> u64 {
+        self.coalesce.gap.get()
+    }
 }

@@ -604,6 +604,10 @@ impl EncodingsIo for IoScheduler {
         }
     }
 
+    fn coalesce_gap(&self) -> u64 {
+        self.inner.options.coalesce.gap.get()
+    }
+
     fn wait_for_room(&self, starving: &dyn Fn() -> bool) {
         let inner = &self.inner;
         let mut state = inner.lock_state();

@@ -9,8 +9,10 @@
 //! ```
 //!
 //! Reading the whole page is one request for both buffers; so is reading half of its rows or
-//! more, or any rows of a small page (at most [`SMALL_PAGE`] bytes), the unwanted rows being
-//! cheaper to read than a second round trip. Reading fewer rows of a larger page is *indirect
+//! more, any rows of a small page (at most [`SMALL_PAGE`] bytes), or rows on average less than
+//! half the I/O scheduler's coalescing gap of page bytes apart (whose reads would merge into
+//! most of the page anyway): the unwanted rows are cheaper to read than a second round trip.
+//! Reading fewer rows of a larger page is *indirect
 //! I/O*: the offsets of rows `a..b` (entries `a..=b`) are read first; a separate task decodes
 //! them and requests data bytes `offsets[a]..offsets[b]` at the same priority, while the
 //! scheduling loop goes on with other pages.
@@ -83,8 +85,11 @@ impl PageScheduler for BinaryScheduler {
     fn schedule_ranges(&self, ranges: &[Range<u64>], io: &PageIo) -> PageLoad {
         let selected: u64 = ranges.iter().map(|r| r.end - r.start).sum();
         let all_rows = matches!(ranges, [r] if r.start == 0 && r.end == self.num_rows);
-        let whole_page =
-            all_rows || selected * 2 >= self.num_rows || self.offsets_size.saturating_add(self.data.size) <= SMALL_PAGE;
+        let page_bytes = self.offsets_size.saturating_add(self.data.size);
+        // Rows on average less than half a coalescing gap of bytes apart: the data reads of an
+        // indirect step would merge into nearly the whole page, a round trip later.
+        let dense = page_bytes <= selected.saturating_mul(io.coalesce_gap() / 2);
+        let whole_page = all_rows || selected * 2 >= self.num_rows || page_bytes <= SMALL_PAGE || dense;
         let bits_per_offset = self.bits_per_offset;
         let w = bits_per_offset as u64 / 8;
         if whole_page {
