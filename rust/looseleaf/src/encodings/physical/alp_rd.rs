@@ -22,7 +22,7 @@ use fastlanes::BitPacking;
 
 use super::PageContext;
 use super::binary::aligned;
-use super::integers::{BLOCK, block_bytes, blocks_for, pack_block, shared_block_spans};
+use super::integers::{BLOCK, block_bytes, blocks_for, pack_block, shared_block_spans, unpack_alone};
 use crate::encodings::{DataBlock, FixedWidthBlock, PageDecoder, PageLoad, PageScheduler, SelectedRows, limits};
 use crate::error::{Result, bail, ensure};
 use crate::format::proto::{AlpRdEncoding, BufferLocation};
@@ -272,9 +272,7 @@ impl AlpRdDecoder {
         let mut at = 0;
         for (span, members) in shared_block_spans(pieces) {
             let members = &pieces[members];
-            let wanted: u64 = members.iter().map(|p| p.end - p.start).sum();
-            let span_blocks = span.end.div_ceil(BLOCK as u64) - span.start / BLOCK as u64;
-            if wanted * 16 < span_blocks * BLOCK as u64 {
+            if unpack_alone(members.iter().map(|p| p.end - p.start).sum(), &span) {
                 // Scattered rows (a take): each value is unpacked alone rather than its block.
                 for row in members.iter().flat_map(|p| p.clone()) {
                     out[at] = self.value(row)?;

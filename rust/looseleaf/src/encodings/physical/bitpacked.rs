@@ -7,8 +7,8 @@
 //! buffer: one block of 1024 × 3 bits = 384 bytes (values past the 4th are padding)
 //! ```
 //!
-//! Reading some rows reads only the blocks holding them (`128 × bit_width` bytes each) and
-//! unpacks those blocks: one value costs one block. A width of 0 (all values equal to the
+//! Reading some rows reads only the blocks holding them (`128 × bit_width` bytes each); rows
+//! scattered over many blocks (a take) are unpacked one by one, others block by block. A width of 0 (all values equal to the
 //! reference) stores nothing. Values of 16 bytes (decimal128) are packed in 64-bit lanes when
 //! their range allows.
 
@@ -18,7 +18,10 @@ use arrow_buffer::{Buffer, MutableBuffer};
 
 use super::PageContext;
 use super::binary::aligned;
-use super::integers::{BLOCK, block_bytes, blocks_for, read_int, shared_block_spans, unpack_blocks, write_int};
+use super::integers::{
+    BLOCK, block_bytes, blocks_for, read_int, shared_block_spans, unpack_alone, unpack_blocks, unpack_selected,
+    write_int,
+};
 use crate::encodings::{DataBlock, FixedWidthBlock, PageDecoder, PageLoad, PageScheduler, SelectedRows, limits};
 use crate::error::{Error, Result, bail, ensure};
 use crate::format::proto::{BitpackedEncoding, BufferLocation};
@@ -123,8 +126,8 @@ struct BitpackedDecoder {
 }
 
 impl BitpackedDecoder {
-    /// Decoded values (lane width) of page rows `rows`, as lane values.
-    fn lane_values(&self, rows: &Range<u64>) -> Result<(Buffer, usize)> {
+    /// The packed blocks holding page rows `rows`, and the page row of their first value.
+    fn packed_blocks(&self, rows: &Range<u64>) -> Result<(Buffer, u64)> {
         let first_block = rows.start / BLOCK as u64;
         let last_block = rows.end.div_ceil(BLOCK as u64);
         let run = self.runs.partition_point(|(blocks, _)| blocks.end <= first_block);
@@ -141,10 +144,20 @@ impl BitpackedDecoder {
             (first_block - blocks.start) as usize * block_len,
             (last_block - first_block) as usize * block_len,
         );
-        let reference =
-            if self.layout.value_bytes == self.layout.lane_bytes { self.layout.reference as u64 } else { 0 };
-        let values = unpack_blocks(&packed, self.layout.bit_width, self.layout.lane_bytes, reference)?;
-        Ok((values, (rows.start - first_block * BLOCK as u64) as usize))
+        Ok((packed, first_block * BLOCK as u64))
+    }
+
+    /// The reference added in the lanes: 16-byte values add theirs when widened.
+    fn lane_reference(&self) -> u64 {
+        if self.layout.value_bytes == self.layout.lane_bytes { self.layout.reference as u64 } else { 0 }
+    }
+
+    /// Decoded values (lane width) of page rows `rows`, as lane values, and the position of the
+    /// first row among them.
+    fn lane_values(&self, rows: &Range<u64>) -> Result<(Buffer, usize)> {
+        let (packed, first_row) = self.packed_blocks(rows)?;
+        let values = unpack_blocks(&packed, self.layout.bit_width, self.layout.lane_bytes, self.lane_reference())?;
+        Ok((values, (rows.start - first_row) as usize))
     }
 }
 
@@ -176,9 +189,25 @@ impl PageDecoder for BitpackedDecoder {
                 num_values: num_rows,
             }));
         } else {
+            let mut alone = MutableBuffer::new(0);
             for (span, members) in shared_block_spans(&pieces) {
+                let members = &pieces[members];
+                if unpack_alone(members.iter().map(|p| p.end - p.start).sum(), &span) {
+                    // Scattered rows (a take): each value unpacked alone rather than its block.
+                    let (packed, first_row) = self.packed_blocks(&span)?;
+                    let positions = members.iter().flat_map(|p| p.clone()).map(|row| row - first_row);
+                    let (width, lanes) = (layout.bit_width, layout.lane_bytes);
+                    if layout.value_bytes == layout.lane_bytes {
+                        unpack_selected(&packed, width, lanes, self.lane_reference(), positions, &mut out)?;
+                    } else {
+                        alone.clear();
+                        unpack_selected(&packed, width, lanes, 0, positions, &mut alone)?;
+                        widen_into(alone.as_slice(), layout.reference, &mut out);
+                    }
+                    continue;
+                }
                 let (values, skip) = self.lane_values(&span)?;
-                for piece in &pieces[members] {
+                for piece in members {
                     let at = skip + (piece.start - span.start) as usize;
                     let len = (piece.end - piece.start) as usize;
                     let lanes = &values.as_slice()[at * layout.lane_bytes..(at + len) * layout.lane_bytes];

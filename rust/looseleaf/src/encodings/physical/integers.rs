@@ -104,6 +104,15 @@ pub fn shared_block_spans(pieces: &[Range<u64>]) -> Vec<(Range<u64>, Range<usize
     out
 }
 
+/// Whether the `wanted` rows of a span of `span` rows (see [`shared_block_spans`]) are better
+/// unpacked one by one than by unpacking the span's blocks: when they average fewer than one in
+/// 16 of the blocks' rows. A value alone costs a word or two and a table lookup, some 16 times
+/// what one value of a vectorised block costs.
+pub fn unpack_alone(wanted: u64, span: &Range<u64>) -> bool {
+    let blocks = span.end.div_ceil(BLOCK as u64) - span.start / BLOCK as u64;
+    wanted * 16 < blocks * BLOCK as u64
+}
+
 /// Packs `values` (any count; the last block padded with zeros) into blocks of `width` bits
 /// with lanes of `lane_bytes` bytes, returning the packed bytes.
 ///
@@ -164,8 +173,11 @@ pub fn unpack_blocks(packed: &Buffer, width: u32, lane_bytes: usize, reference: 
     unpack_blocks_mut(packed, width, lane_bytes, reference).map(Buffer::from)
 }
 
-/// [`unpack_blocks`] into a buffer the caller may go on writing to.
-pub fn unpack_blocks_mut(packed: &Buffer, width: u32, lane_bytes: usize, reference: u64) -> Result<MutableBuffer> {
+/// The number of whole blocks of `width`-bit values in lanes of `lane_bytes` that `packed`
+/// holds, checking what unpacking relies on: a valid, non-zero width, whole blocks and aligned
+/// lanes.
+fn packed_blocks(packed: &Buffer, width: u32, lane_bytes: usize) -> Result<usize> {
+    ensure!(matches!(lane_bytes, 1 | 2 | 4 | 8), corrupt, "lanes of {lane_bytes} bytes");
     ensure!(width as usize <= lane_bytes * 8, corrupt, "bit width {width} exceeds {lane_bytes}-byte lanes");
     let block_len = block_bytes(width) as usize;
     ensure!(block_len > 0, internal, "unpacking blocks of width 0");
@@ -176,8 +188,52 @@ pub fn unpack_blocks_mut(packed: &Buffer, width: u32, lane_bytes: usize, referen
         packed.len()
     );
     ensure!((packed.as_ptr() as usize).is_multiple_of(lane_bytes), internal, "packed buffer is not aligned");
-    let num_blocks = packed.len() / block_len;
-    ensure!(matches!(lane_bytes, 1 | 2 | 4 | 8), corrupt, "lanes of {lane_bytes} bytes");
+    Ok(packed.len() / block_len)
+}
+
+/// Appends to `out`, as lane values plus `reference` (wrapping), the values at `positions`
+/// (counted from the start of `packed`, in any order) of the whole blocks of `width`-bit values
+/// in lanes of `lane_bytes` that `packed` holds. Each value is unpacked alone (see
+/// [`unpack_alone`]).
+///
+/// # Errors
+/// As [`unpack_blocks`]; an internal error for a position past the blocks.
+pub fn unpack_selected(
+    packed: &Buffer,
+    width: u32,
+    lane_bytes: usize,
+    reference: u64,
+    positions: impl Iterator<Item = u64>,
+    out: &mut MutableBuffer,
+) -> Result<()> {
+    let num_blocks = packed_blocks(packed, width, lane_bytes)?;
+    macro_rules! unpack_lanes {
+        ($t:ty) => {{
+            let lanes = packed.typed_data::<$t>();
+            let lanes_per_block = BLOCK * width as usize / <$t>::BITS as usize;
+            for position in positions {
+                let block = (position / BLOCK as u64) as usize;
+                ensure!(block < num_blocks, internal, "a bit-packed value past the {num_blocks} blocks read");
+                let block = &lanes[block * lanes_per_block..(block + 1) * lanes_per_block];
+                // SAFETY: `block` holds exactly 1024 × width / T::BITS lanes, `width` is at most
+                // T::BITS (checked by `packed_blocks`) and the index is below 1024.
+                let value = unsafe { <$t>::unchecked_unpack_single(width as usize, block, (position % 1024) as usize) };
+                out.push(value.wrapping_add(reference as $t));
+            }
+        }};
+    }
+    match lane_bytes {
+        1 => unpack_lanes!(u8),
+        2 => unpack_lanes!(u16),
+        4 => unpack_lanes!(u32),
+        _ => unpack_lanes!(u64),
+    }
+    Ok(())
+}
+
+/// [`unpack_blocks`] into a buffer the caller may go on writing to.
+pub fn unpack_blocks_mut(packed: &Buffer, width: u32, lane_bytes: usize, reference: u64) -> Result<MutableBuffer> {
+    let num_blocks = packed_blocks(packed, width, lane_bytes)?;
     let len = num_blocks * BLOCK * lane_bytes;
     let mut out = MutableBuffer::with_capacity(len);
     // SAFETY: not zeroed first (that was a tenth of a lineitem scan): the blocks below cover
@@ -200,8 +256,7 @@ pub fn unpack_blocks_mut(packed: &Buffer, width: u32, lane_bytes: usize, referen
         1 => unpack_lanes!(u8),
         2 => unpack_lanes!(u16),
         4 => unpack_lanes!(u32),
-        8 => unpack_lanes!(u64),
-        other => bail!(corrupt, "lanes of {other} bytes"),
+        _ => unpack_lanes!(u64),
     }
     Ok(out)
 }
@@ -261,6 +316,15 @@ mod tests {
             let expected: Vec<u64> =
                 values.iter().map(|v| (*v as u128 + 7).rem_euclid(1u128 << (lane * 8)) as u64).collect();
             assert_eq!(back, expected, "lane {lane} width {width}");
+            // Values unpacked alone, in any order, match their blocks.
+            let positions = [2499u64, 0, 1023, 1024, 7, 2048, 1500];
+            let mut alone = MutableBuffer::new(0);
+            unpack_selected(&packed, width, lane, 7, positions.iter().copied(), &mut alone).unwrap();
+            let unpacked: Vec<u64> = alone.as_slice().chunks_exact(lane).map(|c| read_int(c, false) as u64).collect();
+            let wanted: Vec<u64> = positions.iter().map(|p| expected[*p as usize]).collect();
+            assert_eq!(unpacked, wanted, "lane {lane} width {width}");
+            let past = unpack_selected(&packed, width, lane, 7, [3 * 1024].into_iter(), &mut alone);
+            assert!(matches!(past, Err(crate::Error::Internal(_))), "{past:?}");
         }
     }
 }
