@@ -230,22 +230,35 @@ impl PageDecoder for BinaryDecoder {
                     .into_iter()
                     .map(|(range, skip, len)| (ranges[range].start + skip, len))
                     .collect();
-                if pieces.is_empty() {
-                    return slice_rows(page, 0, 0);
+                match pieces.as_slice() {
+                    [] => return slice_rows(page, 0, 0),
+                    // One run of rows shares the page's data.
+                    [(start, len)] => return slice_rows(page, *start, *len),
+                    _ => {}
                 }
                 // Small pieces close together (a take): the offsets of each cluster decoded at
                 // once, where the span holding it is at most a few times its rows (so a page
-                // claiming many rows for few bytes cannot make this decode more than asked).
-                let mut blocks = Vec::with_capacity(pieces.len());
+                // claiming many rows for few bytes cannot make this decode more than asked),
+                // and each piece's values copied out of the page's data.
+                let mut offsets = Vec::with_capacity(num_rows as usize + 1);
+                offsets.push(0u64);
+                let mut data = MutableBuffer::new(0);
                 for cluster in clusters(&pieces) {
                     let span = cluster[0].0..cluster[cluster.len() - 1].0 + cluster[cluster.len() - 1].1;
-                    match slice_rows(page, span.start, span.end - span.start)? {
-                        DataBlock::VariableWidth(covering) => blocks
-                            .extend(cluster.iter().map(|&(start, len)| sub_block(&covering, start - span.start, len))),
-                        other => blocks.push(other),
+                    let DataBlock::VariableWidth(covering) = slice_rows(page, span.start, span.end - span.start)?
+                    else {
+                        bail!(internal, "binary rows did not decode to strings")
+                    };
+                    let span_offsets = covering.offsets_u64()?;
+                    for &(start, len) in cluster {
+                        let at = (start - span.start) as usize;
+                        let Some(wanted) = span_offsets.get(at..=at + len as usize) else {
+                            bail!(internal, "rows past the end of a binary span")
+                        };
+                        append_values(wanted, 0, covering.data.as_slice(), &mut offsets, &mut data)?;
                     }
                 }
-                DataBlock::concat(blocks)
+                Ok(DataBlock::VariableWidth(VariableWidthBlock::from_offsets(offsets, data.into())))
             }
             Self::Whole { page, selection: None } => slice_rows(page, rows_to_skip, num_rows),
             Self::Parts { parts, index } => {
@@ -260,19 +273,34 @@ impl PageDecoder for BinaryDecoder {
                     let Some(wanted) = range_offsets.get(skip as usize..=(skip + len) as usize) else {
                         bail!(internal, "rows past the end of a binary range")
                     };
-                    // Offsets were checked not to decrease, so none is below the base.
-                    let (first, last) = ((wanted[0] - base) as usize, (wanted[len as usize] - base) as usize);
-                    let Some(values) = bytes.get(first..last) else {
-                        bail!(corrupt, "binary offsets point past the bytes read for them")
-                    };
-                    let shift = data.len() as u64;
-                    offsets.extend(wanted[1..].iter().map(|o| o - base - first as u64 + shift));
-                    data.extend_from_slice(values);
+                    append_values(wanted, base, bytes, &mut offsets, &mut data)?;
                 }
                 Ok(DataBlock::VariableWidth(VariableWidthBlock::from_offsets(offsets, data.into())))
             }
         }
     }
+}
+
+/// Appends the values between the offsets `wanted` (into `bytes`, which hold the page's data
+/// from offset `base` on) to `data`, and their ends, rebased, to `offsets`.
+fn append_values(
+    wanted: &[u64],
+    base: u64,
+    bytes: &[u8],
+    offsets: &mut Vec<u64>,
+    data: &mut MutableBuffer,
+) -> Result<()> {
+    let (Some(&first), Some(&last)) = (wanted.first(), wanted.last()) else {
+        bail!(internal, "a binary piece without offsets")
+    };
+    ensure!(first >= base && wanted.windows(2).all(|p| p[0] <= p[1]), corrupt, "binary offsets decrease");
+    let Some(values) = bytes.get((first - base) as usize..(last - base) as usize) else {
+        bail!(corrupt, "binary offsets point past the bytes read for them")
+    };
+    let shift = data.len() as u64;
+    offsets.extend(wanted[1..].iter().map(|o| o - first + shift));
+    data.extend_from_slice(values);
+    Ok(())
 }
 
 /// `pieces` (page row, length) split into ascending runs whose span is at most a few times the
@@ -300,17 +328,6 @@ fn clusters(pieces: &[(u64, u64)]) -> Vec<&[(u64, u64)]> {
 
 /// The span of rows decoded for a cluster of pieces however few rows it holds: two blocks.
 const CLUSTER_MIN_SPAN: u64 = 2048;
-
-/// Rows `start..start + len` of `block`, sharing its buffers.
-fn sub_block(block: &VariableWidthBlock, start: u64, len: u64) -> DataBlock {
-    let w = block.bits_per_offset as usize / 8;
-    DataBlock::VariableWidth(VariableWidthBlock {
-        offsets: block.offsets.slice_with_length(start as usize * w, (len as usize + 1) * w),
-        bits_per_offset: block.bits_per_offset,
-        data: block.data.clone(),
-        num_values: len,
-    })
-}
 
 /// Rows `start..start + len` of a whole page: their offsets decoded, the page's data shared.
 fn slice_rows(page: &WholePage, start: u64, len: u64) -> Result<DataBlock> {
