@@ -7,7 +7,8 @@
 //! ```
 //!
 //! Reading some rows reads the blocks holding them and their bases, then sums each block's
-//! differences from its base: one value costs one block.
+//! differences from its base: one value costs one block (unpacked whole; for rows scattered
+//! over many blocks, summed only up to the rows wanted).
 
 use std::ops::Range;
 
@@ -15,7 +16,9 @@ use arrow_buffer::{Buffer, MutableBuffer};
 
 use super::PageContext;
 use super::binary::aligned;
-use super::integers::{BLOCK, bits_needed, block_bytes, blocks_for, pack, shared_block_spans, unpack_blocks_mut};
+use super::integers::{
+    BLOCK, bits_needed, block_bytes, blocks_for, pack, shared_block_spans, unpack_alone, unpack_blocks_mut,
+};
 use crate::encodings::{DataBlock, FixedWidthBlock, PageDecoder, PageLoad, PageScheduler, SelectedRows, limits};
 use crate::error::{Result, bail, ensure};
 use crate::format::proto::{BufferLocation, DeltaEncoding};
@@ -99,24 +102,7 @@ impl DeltaDecoder {
         let w = self.value_bytes;
         let first = rows.start / BLOCK as u64;
         let last = rows.end.div_ceil(BLOCK as u64);
-        let run = self.runs.partition_point(|(blocks, _, _)| blocks.end <= first);
-        let Some((blocks, bases, deltas)) = self.runs.get(run) else {
-            bail!(internal, "rows of a delta page were not loaded")
-        };
-        ensure!(blocks.start <= first && last <= blocks.end, internal, "rows span unloaded delta blocks");
-        let count = (last - first) as usize;
-        let skipped = (first - blocks.start) as usize;
-        let Some(bases) = bases.as_slice().get(skipped * w..(skipped + count) * w) else {
-            bail!(corrupt, "delta bases too short")
-        };
-        // The differences unpacked in place, then summed block by block from each base.
-        let mut values = if self.bit_width == 0 {
-            MutableBuffer::from_len_zeroed(count * BLOCK * w)
-        } else {
-            let block_len = block_bytes(self.bit_width) as usize;
-            let packed = deltas.slice_with_length(skipped * block_len, count * block_len);
-            unpack_blocks_mut(&packed, self.bit_width, w, 0)?
-        };
+        let (mut values, bases) = self.differences(first, last)?;
         macro_rules! sum_blocks {
             ($t:ty) => {{
                 let values = values.typed_data_mut::<$t>();
@@ -137,6 +123,72 @@ impl DeltaDecoder {
         }
         Ok((values.into(), (rows.start - first * BLOCK as u64) as usize))
     }
+
+    /// Appends the values of page rows `rows` (any order; a take's scattered rows) to `out`.
+    /// Each block holding one is unpacked, but its differences are only summed up to the rows
+    /// wanted (a vectorised sum, not the running sum of every value of the block).
+    fn append_alone(&self, rows: impl Iterator<Item = u64>, out: &mut MutableBuffer) -> Result<()> {
+        macro_rules! alone {
+            ($t:ty) => {{
+                // The block unpacked last, its differences and base; the position summed up to
+                // (exclusive) and the value there.
+                let mut current: Option<(u64, MutableBuffer, $t)> = None;
+                let mut cursor: (usize, $t) = (0, 0);
+                for row in rows {
+                    let (block, position) = (row / BLOCK as u64, (row % BLOCK as u64) as usize);
+                    if current.as_ref().is_none_or(|(loaded, _, _)| *loaded != block) {
+                        let (differences, bases) = self.differences(block, block + 1)?;
+                        let base = <$t>::from_le_bytes(bases.try_into().unwrap_or_default());
+                        current = Some((block, differences, base));
+                        cursor = (0, base);
+                    }
+                    let Some((_, differences, base)) = current.as_ref() else {
+                        bail!(internal, "a delta block was not unpacked")
+                    };
+                    if position < cursor.0 {
+                        cursor = (0, *base);
+                    }
+                    let Some(between) = differences.typed_data::<$t>().get(cursor.0..=position) else {
+                        bail!(internal, "a delta row past its block")
+                    };
+                    let value = between.iter().fold(cursor.1, |sum, d| sum.wrapping_add(*d));
+                    cursor = (position + 1, value);
+                    out.push(value);
+                }
+            }};
+        }
+        match self.value_bytes {
+            1 => alone!(u8),
+            2 => alone!(u16),
+            4 => alone!(u32),
+            _ => alone!(u64),
+        }
+        Ok(())
+    }
+
+    /// The unpacked differences of blocks `first..last` (in row order, the first of each block
+    /// 0) and the blocks' bases.
+    fn differences(&self, first: u64, last: u64) -> Result<(MutableBuffer, &[u8])> {
+        let w = self.value_bytes;
+        let run = self.runs.partition_point(|(blocks, _, _)| blocks.end <= first);
+        let Some((blocks, bases, deltas)) = self.runs.get(run) else {
+            bail!(internal, "rows of a delta page were not loaded")
+        };
+        ensure!(blocks.start <= first && last <= blocks.end, internal, "rows span unloaded delta blocks");
+        let count = (last - first) as usize;
+        let skipped = (first - blocks.start) as usize;
+        let Some(bases) = bases.as_slice().get(skipped * w..(skipped + count) * w) else {
+            bail!(corrupt, "delta bases too short")
+        };
+        let differences = if self.bit_width == 0 {
+            MutableBuffer::from_len_zeroed(count * BLOCK * w)
+        } else {
+            let block_len = block_bytes(self.bit_width) as usize;
+            let packed = deltas.slice_with_length(skipped * block_len, count * block_len);
+            unpack_blocks_mut(&packed, self.bit_width, w, 0)?
+        };
+        Ok((differences, bases))
+    }
 }
 
 impl PageDecoder for DeltaDecoder {
@@ -149,8 +201,13 @@ impl PageDecoder for DeltaDecoder {
         let mut out = limits::try_buffer(limits::block_bytes(num_rows, w as u64, "delta values")?, "delta values")?;
         let pieces = self.rows.page_rows(rows_to_skip, num_rows)?;
         for (span, members) in shared_block_spans(&pieces) {
+            let members = &pieces[members];
+            if unpack_alone(members.iter().map(|p| p.end - p.start).sum(), &span) {
+                self.append_alone(members.iter().flat_map(|p| p.clone()), &mut out)?;
+                continue;
+            }
             let (values, skip) = self.block_values(&span)?;
-            for piece in &pieces[members] {
+            for piece in members {
                 let at = skip + (piece.start - span.start) as usize;
                 let len = (piece.end - piece.start) as usize;
                 out.extend_from_slice(&values.as_slice()[at * w..(at + len) * w]);
