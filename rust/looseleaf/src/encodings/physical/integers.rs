@@ -176,7 +176,7 @@ pub fn unpack_blocks(packed: &Buffer, width: u32, lane_bytes: usize, reference: 
 /// The number of whole blocks of `width`-bit values in lanes of `lane_bytes` that `packed`
 /// holds, checking what unpacking relies on: a valid, non-zero width, whole blocks and aligned
 /// lanes.
-fn packed_blocks(packed: &Buffer, width: u32, lane_bytes: usize) -> Result<usize> {
+fn checked_block_count(packed: &Buffer, width: u32, lane_bytes: usize) -> Result<usize> {
     ensure!(matches!(lane_bytes, 1 | 2 | 4 | 8), corrupt, "lanes of {lane_bytes} bytes");
     ensure!(width as usize <= lane_bytes * 8, corrupt, "bit width {width} exceeds {lane_bytes}-byte lanes");
     let block_len = block_bytes(width) as usize;
@@ -206,7 +206,7 @@ pub fn unpack_selected(
     positions: impl Iterator<Item = u64>,
     out: &mut MutableBuffer,
 ) -> Result<()> {
-    let num_blocks = packed_blocks(packed, width, lane_bytes)?;
+    let num_blocks = checked_block_count(packed, width, lane_bytes)?;
     macro_rules! unpack_lanes {
         ($t:ty) => {{
             let lanes = packed.typed_data::<$t>();
@@ -216,7 +216,7 @@ pub fn unpack_selected(
                 ensure!(block < num_blocks, internal, "a bit-packed value past the {num_blocks} blocks read");
                 let block = &lanes[block * lanes_per_block..(block + 1) * lanes_per_block];
                 // SAFETY: `block` holds exactly 1024 × width / T::BITS lanes, `width` is at most
-                // T::BITS (checked by `packed_blocks`) and the index is below 1024.
+                // T::BITS (checked by `checked_block_count`) and the index is below 1024.
                 let value = unsafe { <$t>::unchecked_unpack_single(width as usize, block, (position % 1024) as usize) };
                 out.push(value.wrapping_add(reference as $t));
             }
@@ -233,7 +233,7 @@ pub fn unpack_selected(
 
 /// [`unpack_blocks`] into a buffer the caller may go on writing to.
 pub fn unpack_blocks_mut(packed: &Buffer, width: u32, lane_bytes: usize, reference: u64) -> Result<MutableBuffer> {
-    let num_blocks = packed_blocks(packed, width, lane_bytes)?;
+    let num_blocks = checked_block_count(packed, width, lane_bytes)?;
     let len = num_blocks * BLOCK * lane_bytes;
     let mut out = MutableBuffer::with_capacity(len);
     // SAFETY: not zeroed first (that was a tenth of a lineitem scan): the blocks below cover
