@@ -8,9 +8,9 @@
 //! ```
 //!
 //! Reading some rows reads only the blocks holding them (`128 × bit_width` bytes each); rows
-//! scattered over many blocks (a take) are unpacked one by one, others block by block. A width of 0 (all values equal to the
-//! reference) stores nothing. Values of 16 bytes (decimal128) are packed in 64-bit lanes when
-//! their range allows.
+//! scattered over many blocks (a take) are unpacked one by one, others block by block. A width
+//! of 0 (all values equal to the reference) stores nothing. Values of 16 bytes (decimal128) are
+//! packed in 64-bit lanes when their range allows.
 
 use std::ops::Range;
 
