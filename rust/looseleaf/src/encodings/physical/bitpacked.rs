@@ -20,7 +20,7 @@ use super::PageContext;
 use super::binary::aligned;
 use super::integers::{
     BLOCK, block_bytes, blocks_for, read_int, shared_block_spans, unpack_alone, unpack_blocks, unpack_selected,
-    write_int,
+    unpack_widened, write_int,
 };
 use crate::encodings::{DataBlock, FixedWidthBlock, PageDecoder, PageLoad, PageScheduler, SelectedRows, limits};
 use crate::error::{Error, Result, bail, ensure};
@@ -206,17 +206,18 @@ impl PageDecoder for BitpackedDecoder {
                     }
                     continue;
                 }
+                if layout.value_bytes != layout.lane_bytes {
+                    // 16-byte values in 64-bit lanes: unpacked and widened block by block.
+                    let (packed, first_row) = self.packed_blocks(&span)?;
+                    let rows = members.iter().map(|p| (p.start - first_row) as usize..(p.end - first_row) as usize);
+                    unpack_widened(&packed, layout.bit_width, layout.reference, rows, &mut out)?;
+                    continue;
+                }
                 let (values, skip) = self.lane_values(&span)?;
                 for piece in members {
                     let at = skip + (piece.start - span.start) as usize;
                     let len = (piece.end - piece.start) as usize;
-                    let lanes = &values.as_slice()[at * layout.lane_bytes..(at + len) * layout.lane_bytes];
-                    if layout.value_bytes == layout.lane_bytes {
-                        out.extend_from_slice(lanes);
-                    } else {
-                        // 16-byte values in 64-bit lanes: widen and add the reference.
-                        widen_into(lanes, layout.reference, &mut out);
-                    }
+                    out.extend_from_slice(&values.as_slice()[at * w..(at + len) * w]);
                 }
             }
         }
