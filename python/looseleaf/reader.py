@@ -49,7 +49,7 @@ class ReadOptions(TypedDict, total=False):
       request for rows lower than everything buffered may exceed it, so a read never deadlocks
       on it. The promise: a read holds at most the buffer, plus the pages its decoders wait for
       when the buffer is smaller than them (at most two pages of each column read), plus the
-      batches in flight (``decode_parallelism + 2`` batches, and the result of a ``take``),
+      batches in flight (``decode_parallelism + 3`` batches, and the result of a ``take``),
       plus a small constant — whatever the file's size, the number of columns or the page
       size; and it never deadlocks, down to a buffer of one byte. Reads of scattered rows
       (``take``) are decoded in steps whose pages fit the buffer, so they keep to it too.
@@ -65,7 +65,8 @@ class ReadOptions(TypedDict, total=False):
       pages without materialising their values), with the narrowest keys (int8, int16 or int32)
       that index both the largest dictionary of the column's pages and a batch of distinct
       values; columns written from dictionary arrays always are, with their own keys.
-    - ``decode_parallelism``: batches decoded at once (default: the number of CPUs).
+    - ``decode_parallelism``: decode threads a read keeps busy (default: the number of CPUs);
+      one batch more than this is decoded at once.
     - ``verify_checksums``: check every page buffer read whole against the CRC-32 the writer
       stored (default ``True``; files written before format 2.0 have none). A mismatch raises
       :class:`CorruptFileError` naming the column and page. ``False`` saves about 50 ms per GB

@@ -148,7 +148,9 @@ pub struct ReadOptions {
     /// Top-level columns returned as dictionary arrays (see
     /// [`ReadBuilder::with_dictionary_columns`](crate::ReadBuilder::with_dictionary_columns)).
     pub dictionary_columns: Option<Vec<String>>,
-    /// Batches decoded at once. Default: the number of CPUs.
+    /// Decode threads a read keeps busy: one batch more than this is decoded at once (see
+    /// [`steps_in_flight`](crate::read::decode_stream::steps_in_flight)). Default: the number
+    /// of CPUs.
     pub decode_parallelism: Option<NonZeroUsize>,
     /// Whether page buffers read whole are verified against their checksums (see
     /// [`BufferChecks`](crate::io::BufferChecks)). Default: yes; turning it off saves about

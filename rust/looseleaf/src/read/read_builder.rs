@@ -24,7 +24,7 @@ use futures::stream::BoxStream;
 use futures::{Stream, StreamExt, TryStreamExt};
 
 use super::batch_plan::{BatchPlan, column_spans};
-use super::decode_stream::{DecodeBatchStream, compact, concat_steps, gather_rows};
+use super::decode_stream::{DecodeBatchStream, compact, concat_steps, gather_rows, steps_in_flight};
 use super::field_decoder::field_decoder;
 use super::field_scheduler::RowPriority;
 use super::file_reader::FileReader;
@@ -138,7 +138,8 @@ impl ReadBuilder {
         self
     }
 
-    /// How many batches are decoded at once; default: the number of CPUs.
+    /// Decode threads the read keeps busy (one batch more than this is decoded at once);
+    /// default: the number of CPUs.
     pub fn with_decode_parallelism(mut self, parallelism: NonZeroUsize) -> Self {
         self.options.decode_parallelism = Some(parallelism);
         self
@@ -300,7 +301,7 @@ impl ReadBuilder {
         let buffer = options
             .shared_budget()
             .map_or(buffer, |shared| buffer.min(shared.bytes().get() / (shared.active_reads() as u64 + 1)));
-        let allowance = buffer / (parallelism.get() as u64 + 1);
+        let allowance = buffer / (steps_in_flight(parallelism) as u64 + 1);
         let columns: Vec<u32> = fields.iter().flat_map(|f| f.columns()).collect();
         let spans = column_spans(&fields, &file.load_columns(&columns).await?);
         let plan = BatchPlan::cut(&selection, &spans, batch_size.get() as u64, allowance);
