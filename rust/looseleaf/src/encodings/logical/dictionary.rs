@@ -228,7 +228,15 @@ fn gather_bytes<T: ByteArrayType>(
     const PADDED_MAX: usize = 64 * 1024;
     let spans: Vec<(usize, usize)> =
         values.value_offsets().windows(2).map(|pair| (pair[0].as_usize(), (pair[1] - pair[0]).as_usize())).collect();
-    let total: usize = positions.iter().map(|p| spans[*p as usize].1).sum();
+    // The output offsets first, in a pass of their own: each value's copy then starts at its
+    // offset, not at the end of the copy before it, so the copies do not wait on each other.
+    let mut out_offsets = Vec::with_capacity(positions.len() + 1);
+    out_offsets.push(T::Offset::usize_as(0));
+    let mut total = 0usize;
+    for p in positions {
+        total += spans[*p as usize].1;
+        out_offsets.push(T::Offset::usize_as(total));
+    }
     ensure!(
         T::Offset::from_usize(total).is_some(),
         invalid,
@@ -237,21 +245,16 @@ fn gather_bytes<T: ByteArrayType>(
     );
     // Neither output is zeroed first: every byte of both is written below.
     let mut out: Vec<u8> = Vec::with_capacity(total + CHUNK);
-    let mut out_offsets = Vec::with_capacity(positions.len() + 1);
-    out_offsets.push(T::Offset::usize_as(0));
     let data = values.value_data();
     if data.len() <= PADDED_MAX && spans.iter().all(|(_, len)| *len <= CHUNK) {
         let padded = [data, &[0u8; CHUNK]].concat();
         let spare = out.spare_capacity_mut().as_mut_ptr().cast::<u8>();
-        let mut at = 0;
-        for p in positions {
-            let (start, len) = spans[*p as usize];
-            let chunk = &padded[start..start + CHUNK];
-            // SAFETY: the lengths of the values before this one sum to `at`, and all of them
-            // to `total`, so `at + CHUNK <= total + CHUNK`, the capacity.
-            unsafe { std::ptr::copy_nonoverlapping(chunk.as_ptr(), spare.add(at), CHUNK) };
-            at += len;
-            out_offsets.push(T::Offset::usize_as(at));
+        for (p, at) in positions.iter().zip(&out_offsets) {
+            let chunk = &padded[spans[*p as usize].0..][..CHUNK];
+            // SAFETY: `at` is the sum of the lengths of the values before this one, at most
+            // `total`, so `at + CHUNK <= total + CHUNK`, the capacity. Chunks are written in
+            // order, each over the slack of the one before.
+            unsafe { std::ptr::copy_nonoverlapping(chunk.as_ptr(), spare.add(at.as_usize()), CHUNK) };
         }
         // SAFETY: the chunks wrote every byte of `0..total` (each value's bytes start where
         // the one before ends).
@@ -260,7 +263,6 @@ fn gather_bytes<T: ByteArrayType>(
         for p in positions {
             let (start, len) = spans[*p as usize];
             out.extend_from_slice(&data[start..start + len]);
-            out_offsets.push(T::Offset::usize_as(out.len()));
         }
     }
     let offsets = OffsetBuffer::new(ScalarBuffer::from(out_offsets));
