@@ -205,7 +205,7 @@ impl DecodeBatchStream {
 
 /// How many consecutive steps a stream of `parallelism` decode threads decodes at once: one
 /// more than the threads, so that a thread finishing its step before the oldest one is
-/// consumed starts on the next (nested and string projections 5-10% faster than with one per
+/// consumed starts on the next (nested and string projections 3-6% faster than with one per
 /// thread). A read's steps are sized so that this many, and the one waited for, fit in its
 /// I/O buffer (see [`BatchPlan`]).
 pub fn steps_in_flight(parallelism: NonZeroUsize) -> usize {

@@ -231,20 +231,19 @@ pub fn unpack_selected(
     Ok(())
 }
 
-/// Appends to `out` the values at each of `pieces` (ascending ranges of positions counted from
-/// the start of `packed`) of the whole blocks of `width`-bit values in 64-bit lanes that
+/// Appends to `out` the values at each of `pieces` (ranges of positions counted from the start
+/// of `packed`, in any order) of the whole blocks of `width`-bit values in 64-bit lanes that
 /// `packed` holds, each widened to a 16-byte integer plus `reference` (wrapping, in Arrow's
 /// native order): decimals stored as 64-bit differences.
 ///
-/// Unpacked block by block (each block once, however many pieces it holds) into a buffer that
-/// stays in the CPU's cache, then widened from it: the 64-bit values never reach memory, which
-/// halves the bytes a scan of a decimal column writes. Where every value fits 64 bits (the
+/// Unpacked block by block (a block shared by consecutive pieces once) into a buffer that stays
+/// in the CPU's cache, then widened from it: the 64-bit values never reach memory, a third of
+/// the bytes a scan of a decimal column wrote. Where every value fits 64 bits (the
 /// reference does, and so does the reference plus the largest `width`-bit difference), the sum
 /// is taken in 64 bits and sign-extended, which vectorises; otherwise in 128.
 ///
 /// # Errors
-/// As [`unpack_blocks`] for 8-byte lanes; an internal error for a piece past the blocks or out
-/// of order.
+/// As [`unpack_blocks`] for 8-byte lanes; an internal error for a piece past the blocks.
 pub fn unpack_widened(
     packed: &Buffer,
     width: u32,
