@@ -14,7 +14,7 @@ use arrow_data::ArrayDataBuilder;
 use arrow_schema::DataType;
 
 use super::primitive::{array_to_block, block_to_array};
-use crate::encodings::{DataBlock, FixedWidthBlock, VariableWidthBlock};
+use crate::encodings::{DataBlock, FixedWidthBlock, VariableWidthBlock, limits};
 use crate::error::{Error, Result, bail, ensure};
 
 /// The values of a dictionary array (without its validity) as a dictionary block: its keys as
@@ -195,7 +195,9 @@ fn gather_unchecked_values(
         total += span.1;
         offsets.push(total as u64);
     }
-    let mut bytes: Vec<u8> = Vec::with_capacity(total + CHUNK);
+    // A dictionary repeats its values: a few stored bytes can stand for far more output.
+    let mut bytes: Vec<u8> =
+        limits::try_vec(limits::block_bytes(total as u64, 1, "dictionary values")? + CHUNK, "dictionary values")?;
     let out = bytes.spare_capacity_mut().as_mut_ptr().cast::<u8>();
     let mut at = 0;
     for (start, len) in spans {
@@ -244,7 +246,9 @@ fn gather_bytes<T: ByteArrayType>(
         T::DATA_TYPE
     );
     // Neither output is zeroed first: every byte of both is written below.
-    let mut out: Vec<u8> = Vec::with_capacity(total + CHUNK);
+    // A dictionary repeats its values: a few stored bytes can stand for far more output.
+    let mut out: Vec<u8> =
+        limits::try_vec(limits::block_bytes(total as u64, 1, "dictionary values")? + CHUNK, "dictionary values")?;
     let data = values.value_data();
     if data.len() <= PADDED_MAX && spans.iter().all(|(_, len)| *len <= CHUNK) {
         let padded = [data, &[0u8; CHUNK]].concat();
