@@ -26,7 +26,9 @@ use tokio::sync::oneshot;
 
 use super::PageContext;
 use super::plain::PlainScheduler;
-use crate::encodings::{DataBlock, PageDecoder, PageLoad, PageScheduler, RangeIndex, VariableWidthBlock};
+use crate::encodings::{
+    DataBlock, FixedWidthBlock, PageDecoder, PageLoad, PageScheduler, RangeIndex, VariableWidthBlock,
+};
 use crate::error::{Error, Result, bail, ensure};
 use crate::format::proto::{BinaryEncoding, BufferLocation, PlainEncoding};
 use crate::io::{IoFuture, PageIo};
@@ -93,17 +95,25 @@ impl PageScheduler for BinaryScheduler {
         let bits_per_offset = self.bits_per_offset;
         let w = bits_per_offset as u64 / 8;
         if whole_page {
-            let selection =
-                (!all_rows).then(|| (ranges.to_vec(), RangeIndex::new(ranges.iter().map(|r| r.end - r.start))));
-            let offsets = self.offsets.schedule_ranges(&[0..self.num_rows + 1], io);
+            // With a selection, the offsets decoder holds only the selected rows' offsets (each
+            // range of `n` rows has `n + 1`), so that a batch decodes the offsets of its rows and
+            // not of the rows between them (a take of scattered rows of a page otherwise decoded
+            // and widened every offset of the page).
+            let selection = (!all_rows).then(|| OffsetSelection::new(ranges));
+            let offset_ranges: Vec<Range<u64>> = match &selection {
+                Some(_) => ranges.iter().map(|r| r.start..r.end + 1).collect(),
+                None => vec![0..self.num_rows + 1],
+            };
+            let num_offsets: u64 = offset_ranges.iter().map(|r| r.end - r.start).sum();
+            let offsets = self.offsets.schedule_ranges(&offset_ranges, io);
             let data = io.submit(vec![self.data.offset..self.data.offset + self.data.size]);
             let num_rows = self.num_rows;
             return Box::pin(async move {
                 let (offsets, mut data) = futures::try_join!(offsets, data)?;
-                ensure!(offsets.num_rows() == num_rows + 1, corrupt, "binary offsets of the wrong length");
+                ensure!(offsets.num_rows() == num_offsets, corrupt, "binary offsets of the wrong length");
                 let data = Buffer::from(data.pop().unwrap_or_default());
-                // The offsets are decoded batch by batch (`slice_rows`), never the whole page at
-                // once: an encoded page may claim any number of rows for few bytes.
+                // The offsets are decoded batch by batch, never the whole page at once: an
+                // encoded page may claim any number of rows for few bytes.
                 let page = WholePage { offsets, bits_per_offset, data, num_values: num_rows };
                 Ok(Box::new(BinaryDecoder::Whole { page, selection }) as Box<dyn PageDecoder>)
             });
@@ -196,7 +206,8 @@ pub(crate) fn aligned(bytes: Bytes, align: usize) -> Buffer {
 
 /// A whole loaded page: its offsets' decoder and its data.
 struct WholePage {
-    /// Decodes to `num_values + 1` offsets into `data`.
+    /// Decodes to offsets into `data`: the page's `num_values + 1`, or, for a decoder holding
+    /// a selection of rows, those of each selected range in turn (see [`OffsetSelection`]).
     offsets: Box<dyn PageDecoder>,
     bits_per_offset: u32,
     data: Buffer,
@@ -205,9 +216,9 @@ struct WholePage {
 
 /// Loaded rows of a binary page.
 enum BinaryDecoder {
-    /// The whole page, of which the decoder holds all rows or, if `selection` is given, the
-    /// rows of those page-relative ranges; batches share its data without copying.
-    Whole { page: WholePage, selection: Option<(Vec<Range<u64>>, RangeIndex)> },
+    /// The whole page's data, of which the decoder holds all rows or, if `selection` is given,
+    /// the rows of some ranges; a batch of consecutive rows shares the data without copying.
+    Whole { page: WholePage, selection: Option<OffsetSelection> },
     /// Some row ranges: per range, its offsets (absolute in the page) and its data bytes, which
     /// start at the range's first offset.
     Parts { parts: Vec<(Vec<u64>, Bytes)>, index: RangeIndex },
@@ -216,7 +227,7 @@ enum BinaryDecoder {
 impl PageDecoder for BinaryDecoder {
     fn num_rows(&self) -> u64 {
         match self {
-            Self::Whole { selection: Some((_, index)), .. } => index.num_rows(),
+            Self::Whole { selection: Some(selection), .. } => selection.index.num_rows(),
             Self::Whole { page, selection: None } => page.num_values,
             Self::Parts { index, .. } => index.num_rows(),
         }
@@ -224,39 +235,43 @@ impl PageDecoder for BinaryDecoder {
 
     fn decode(&self, rows_to_skip: u64, num_rows: u64) -> Result<DataBlock> {
         match self {
-            Self::Whole { page, selection: Some((ranges, index)) } => {
-                let pieces: Vec<(u64, u64)> = index
-                    .pieces(rows_to_skip, num_rows)?
-                    .into_iter()
-                    .map(|(range, skip, len)| (ranges[range].start + skip, len))
-                    .collect();
-                match pieces.as_slice() {
-                    [] => return slice_rows(page, 0, 0),
+            Self::Whole { page, selection: Some(selection) } => {
+                let pieces = selection.index.pieces(rows_to_skip, num_rows)?;
+                let (Some(first), Some(last)) = (pieces.first(), pieces.last()) else {
+                    return Ok(DataBlock::VariableWidth(VariableWidthBlock::from_offsets(
+                        vec![0],
+                        Buffer::from_vec(Vec::<u8>::new()),
+                    )));
+                };
+                // The pieces' offsets are consecutive in the offsets decoder: decoded at once.
+                let start = selection.offsets_at[first.0] + first.1;
+                let end = selection.offsets_at[last.0] + last.1 + last.2 + 1;
+                if let [(_, _, len)] = pieces.as_slice() {
                     // One run of rows shares the page's data.
-                    [(start, len)] => return slice_rows(page, *start, *len),
-                    _ => {}
+                    return slice_rows(page, start, *len);
                 }
-                // Small pieces close together (a take): the offsets of each cluster decoded at
-                // once, where the span holding it is at most a few times its rows (so a page
-                // claiming many rows for few bytes cannot make this decode more than asked),
-                // and each piece's values copied out of the page's data.
+                let decoded = decode_offsets(page, start, end - start - 1)?;
+                let w = page.bits_per_offset as usize / 8;
+                let decoded = decoded.data.as_slice();
+                let bytes = page.data.as_slice();
                 let mut offsets = Vec::with_capacity(num_rows as usize + 1);
                 offsets.push(0u64);
                 let mut data = MutableBuffer::new(0);
-                for cluster in clusters(&pieces) {
-                    let span = cluster[0].0..cluster[cluster.len() - 1].0 + cluster[cluster.len() - 1].1;
-                    let DataBlock::VariableWidth(covering) = slice_rows(page, span.start, span.end - span.start)?
-                    else {
-                        bail!(internal, "binary rows did not decode to strings")
-                    };
-                    let span_offsets = covering.offsets_u64()?;
-                    for &(start, len) in cluster {
-                        let at = (start - span.start) as usize;
-                        let Some(wanted) = span_offsets.get(at..=at + len as usize) else {
-                            bail!(internal, "rows past the end of a binary span")
-                        };
-                        append_values(wanted, 0, covering.data.as_slice(), &mut offsets, &mut data)?;
+                for &(range, skip, len) in &pieces {
+                    let at = (selection.offsets_at[range] + skip - start) as usize;
+                    let shift = data.len() as u64;
+                    let first = offset_at(decoded, at, w)?;
+                    let mut previous = first;
+                    for i in at + 1..=at + len as usize {
+                        let offset = offset_at(decoded, i, w)?;
+                        ensure!(offset >= previous, corrupt, "binary offsets decrease");
+                        offsets.push(offset - first + shift);
+                        previous = offset;
                     }
+                    let Some(values) = bytes.get(first as usize..previous as usize) else {
+                        bail!(corrupt, "binary offsets point past the page's data")
+                    };
+                    data.extend_from_slice(values);
                 }
                 Ok(DataBlock::VariableWidth(VariableWidthBlock::from_offsets(offsets, data.into())))
             }
@@ -303,44 +318,47 @@ fn append_values(
     Ok(())
 }
 
-/// `pieces` (page row, length) split into ascending runs whose span is at most a few times the
-/// rows they hold (and at most [`CLUSTER_MIN_SPAN`] rows otherwise), each decoded in one go.
-fn clusters(pieces: &[(u64, u64)]) -> Vec<&[(u64, u64)]> {
-    let mut out = Vec::new();
-    let mut begin = 0;
-    let mut rows = 0;
-    let mut end = 0;
-    for (i, &(start, len)) in pieces.iter().enumerate() {
-        let span = (start + len).saturating_sub(pieces[begin].0);
-        if i > begin && (start < end || span > (4 * (rows + len)).max(CLUSTER_MIN_SPAN)) {
-            out.push(&pieces[begin..i]);
-            begin = i;
-            rows = 0;
-        }
-        rows += len;
-        end = start + len;
-    }
-    if begin < pieces.len() {
-        out.push(&pieces[begin..]);
-    }
-    out
+/// The rows of a whole page a [`BinaryDecoder`] holds, when not all of them.
+struct OffsetSelection {
+    /// The held rows, range by range.
+    index: RangeIndex,
+    /// Where each range's offsets start in the offsets decoder (a range of `n` rows has
+    /// `n + 1`): the offsets of consecutive held rows are consecutive there too.
+    offsets_at: Vec<u64>,
 }
 
-/// The span of rows decoded for a cluster of pieces however few rows it holds: two blocks.
-const CLUSTER_MIN_SPAN: u64 = 2048;
+impl OffsetSelection {
+    fn new(ranges: &[Range<u64>]) -> Self {
+        let offsets_at = ranges
+            .iter()
+            .scan(0u64, |at, r| {
+                let start = *at;
+                *at += r.end - r.start + 1;
+                Some(start)
+            })
+            .collect();
+        Self { index: RangeIndex::new(ranges.iter().map(|r| r.end - r.start)), offsets_at }
+    }
+}
 
-/// Rows `start..start + len` of a whole page: their offsets decoded, the page's data shared.
+/// Offset `i` of `decoded` offsets of `width` bytes.
+fn offset_at(decoded: &[u8], i: usize, width: usize) -> Result<u64> {
+    let bytes =
+        decoded.get(i * width..(i + 1) * width).ok_or_else(|| Error::internal("binary offsets decoded short"))?;
+    Ok(match <[u8; 4]>::try_from(bytes) {
+        Ok(narrow) => u32::from_le_bytes(narrow) as u64,
+        Err(_) => {
+            let wide = <[u8; 8]>::try_from(bytes)
+                .map_err(|_| Error::internal("binary offsets of a width other than 4 or 8"))?;
+            u64::from_le_bytes(wide)
+        }
+    })
+}
+
+/// `len` rows of a whole page, whose offsets start at row `start` of its offsets decoder: their
+/// offsets decoded, the page's data shared.
 fn slice_rows(page: &WholePage, start: u64, len: u64) -> Result<DataBlock> {
-    start
-        .checked_add(len)
-        .filter(|end| *end <= page.num_values)
-        .ok_or_else(|| Error::internal("rows past the end of a binary page"))?;
-    let DataBlock::FixedWidth(offsets) = page.offsets.decode(start, len + 1)? else {
-        bail!(corrupt, "binary offsets do not decode to integers")
-    };
-    let w = page.bits_per_offset as usize / 8;
-    ensure!(offsets.bits_per_value as usize == w * 8, corrupt, "binary offsets of the wrong width");
-    ensure!(offsets.data.len() >= (len as usize + 1) * w, corrupt, "binary offsets buffer is too short");
+    let offsets = decode_offsets(page, start, len)?;
     Ok(DataBlock::VariableWidth(VariableWidthBlock {
         offsets: offsets.data,
         bits_per_offset: page.bits_per_offset,
@@ -349,19 +367,17 @@ fn slice_rows(page: &WholePage, start: u64, len: u64) -> Result<DataBlock> {
     }))
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn clusters_keep_spans_near_their_rows() {
-        // Close single rows share a cluster up to the minimum span; a far row starts another.
-        let pieces = [(0, 1), (10, 1), (2000, 1), (2100, 1), (90_000, 5), (90_010, 4000)];
-        let spans: Vec<_> = clusters(&pieces).iter().map(|c| (c[0].0, c.len())).collect();
-        assert_eq!(spans, vec![(0, 3), (2100, 1), (90_000, 2)]);
-        // Pieces out of order are never spanned backwards.
-        let spans: Vec<_> = clusters(&[(50, 1), (10, 1)]).iter().map(|c| c.len()).collect();
-        assert_eq!(spans, vec![1, 1]);
-        assert!(clusters(&[]).is_empty());
-    }
+/// The `len + 1` offsets from row `start` of `page`'s offsets decoder, checked for their width.
+fn decode_offsets(page: &WholePage, start: u64, len: u64) -> Result<FixedWidthBlock> {
+    start
+        .checked_add(len)
+        .filter(|end| *end < page.offsets.num_rows())
+        .ok_or_else(|| Error::internal("rows past the end of a binary page"))?;
+    let DataBlock::FixedWidth(offsets) = page.offsets.decode(start, len + 1)? else {
+        bail!(corrupt, "binary offsets do not decode to integers")
+    };
+    let w = page.bits_per_offset as usize / 8;
+    ensure!(offsets.bits_per_value as usize == w * 8, corrupt, "binary offsets of the wrong width");
+    ensure!(offsets.data.len() >= (len as usize + 1) * w, corrupt, "binary offsets buffer is too short");
+    Ok(offsets)
 }
