@@ -7,7 +7,7 @@ import random
 
 import pyarrow as pa
 import pytest
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import looseleaf
@@ -162,3 +162,40 @@ def test_alp_rd_can_be_forced_on_floats_only(tmp_path):
     ints = pa.table({"i": pa.array(range(100))})
     with pytest.raises(looseleaf.InvalidArgumentError, match="alp_rd"):
         looseleaf.write_table(ints, tmp_path / "ints.leaf", encodings={"i": "alp_rd"})
+
+
+@settings(max_examples=12, deadline=None)
+@given(seed=st.integers(0, 2**32 - 1), data=st.data())
+def test_large_pages_read_alike_mapped_or_copied(tmp_path_factory, seed, data):
+    """Reads of 256 KiB and more from a local file map its pages by default: every read path
+    returns the same rows with ``memory_map`` on and off, nulls included."""
+    rng = random.Random(seed)
+    n = data.draw(st.integers(40_000, 120_000), label="rows")
+    types = data.draw(st.lists(st.sampled_from(flat_types()), min_size=1, max_size=4), label="types")
+    table = pa.table(
+        {f"c{i}": random_array(rng, t, n, rng.choice([0.0, 0.1, 0.9])) for i, t in enumerate(types)}
+        | {"s": random_array(rng, pa.string(), n, 0.2)}
+    )
+    path = tmp_path_factory.mktemp("mapped") / "t.leaf"
+    looseleaf.write_table(table, path, page_size=data.draw(st.sampled_from([1 << 20, 8 << 20])))
+    mapped, copied = (looseleaf.open(path, storage_options={"memory_map": m}) for m in (True, False))
+    # The strings' pages are read in requests large enough to be mapped.
+    assert max(r["bytes"] for r in mapped.plan()["request_list"]) >= 256 << 10
+    order = data.draw(st.permutations(table.column_names), label="order")
+    columns = order[: data.draw(st.integers(1, len(order)))]
+    indices = data.draw(st.lists(st.integers(0, n - 1), max_size=200), label="indices")
+    start = data.draw(st.integers(0, n), label="start")
+    for reader in (mapped, copied):
+        assert reader.to_table().equals(table)
+        assert reader.read_all(columns=columns, batch_size=4096).read_all().equals(table.select(columns))
+        assert reader.read_range(start, n - start).read_all().equals(table.slice(start))
+        assert reader.take(indices, columns=columns).equals(take_rows(table.select(columns), indices))
+
+
+def test_memory_map_must_be_a_flag(tmp_path):
+    path = tmp_path / "t.leaf"
+    looseleaf.write_table(pa.table({"x": [1, 2]}), path)
+    with pytest.raises(ValueError, match="memory_map must be true or false"):
+        looseleaf.open(path, storage_options={"memory_map": "sometimes"})
+    copied = looseleaf.open(path, storage_options={"memory_map": "FALSE"})
+    assert copied.to_table().column("x").to_pylist() == [1, 2]

@@ -175,7 +175,7 @@ impl Location {
     /// refuses `options`.
     pub fn range_reader(&self, options: &StorageOptions) -> Result<Arc<dyn RangeReader>> {
         Ok(match self {
-            Self::Local(path) => Arc::new(LocalFileReader::open(path)?),
+            Self::Local(path) => Arc::new(LocalFileReader::open(path)?.with_memory_map(options.memory_map()?)),
             // An in-process store answers as fast as a local disk: local I/O settings.
             Self::Memory(path) => Arc::new(
                 ObjectStoreReader::new(MEMORY.clone(), path.clone(), self.to_string())

@@ -20,6 +20,9 @@ use crate::error::{Error, Result};
 /// `aws_access_key_id`, `google_service_account`, `azure_storage_account_name`, `allow_http`,
 /// `timeout`...), applied on top of what the environment configures.
 ///
+/// Local files take one key, `memory_map` (`true` by default, `false` reads with copies; see
+/// [`LocalFileReader::with_memory_map`](crate::io::LocalFileReader::with_memory_map)).
+///
 /// Keys are case-insensitive. A key the store does not know is an error when the store is
 /// built, so a typo does not silently fall back on the environment. The `Debug` form shows the
 /// keys and redacts every value but those known to be harmless (endpoints, regions, buckets,
@@ -41,6 +44,20 @@ impl StorageOptions {
     /// The options, by key.
     pub fn iter(&self) -> impl Iterator<Item = (&str, &str)> {
         self.0.iter().map(|(k, v)| (k.as_str(), v.as_str()))
+    }
+
+    /// Whether large reads of a local file map it (the `memory_map` key; `true` if unset).
+    ///
+    /// # Errors
+    /// [`Error::InvalidArgument`] for a value other than `true` or `false`.
+    pub(crate) fn memory_map(&self) -> Result<bool> {
+        match self.0.get("memory_map").map(|v| v.to_ascii_lowercase()).as_deref() {
+            None | Some("true") => Ok(true),
+            Some("false") => Ok(false),
+            Some(other) => Err(Error::invalid_argument(format!(
+                "storage_options: memory_map must be true or false, not {other:?}"
+            ))),
+        }
     }
 
     /// Whether no option is set.
