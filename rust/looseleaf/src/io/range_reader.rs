@@ -30,6 +30,16 @@ pub trait RangeReader: Send + Sync + Debug {
         IoOptions::LOCAL
     }
 
+    /// A reader of the same file for *sparse* reads, which use a few rows of each page they
+    /// read (a take), if this storage reads them better another way; `None` reads them here.
+    ///
+    /// [`LocalFileReader`] maps large reads; for a sparse read it returns a reader that copies
+    /// instead: little of a mapping is then touched, and what is touched comes from memory
+    /// rather than from the cache a copy just filled.
+    fn sparse_reader(&self) -> Option<Arc<dyn RangeReader>> {
+        None
+    }
+
     /// Counters of what the storage made the reader do (retries, throttling, hedges).
     fn stats(&self) -> ReaderStats {
         ReaderStats::default()
@@ -154,6 +164,10 @@ impl LocalFileReader {
 impl RangeReader for LocalFileReader {
     fn location(&self) -> &str {
         &self.location
+    }
+
+    fn sparse_reader(&self) -> Option<Arc<dyn RangeReader>> {
+        self.memory_map.then(|| Arc::new(self.clone().with_memory_map(false)) as Arc<dyn RangeReader>)
     }
 
     fn get_range(&self, range: Range<u64>) -> BoxFuture<'_, Result<Bytes>> {
@@ -372,6 +386,21 @@ mod tests {
         }
         let error = reader.get_range(0..(3 << 20) + 1).await.unwrap_err();
         assert!(matches!(error, Error::Corrupt { .. }), "{error}");
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn sparse_reads_copy_what_they_read() {
+        let (file, data) = file_of(1 << 20);
+        let mapping = LocalFileReader::open(file.path()).unwrap();
+        let copying = mapping.clone().with_memory_map(false);
+        assert!(copying.sparse_reader().is_none(), "a copying reader serves sparse reads itself");
+        // Only where reads are mapped at all.
+        assert_eq!(mapping.sparse_reader().is_some(), cfg!(target_os = "linux"));
+        if let Some(sparse) = mapping.sparse_reader() {
+            assert_eq!(sparse.location(), mapping.location());
+            let bytes = sparse.get_range(1000..(1 << 20)).await.unwrap();
+            assert_eq!(&bytes[..], &data[1000..]);
+        }
     }
 
     /// A file cut short after it was opened: a read of the lost bytes is an error, mapped or

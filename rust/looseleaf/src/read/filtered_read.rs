@@ -224,7 +224,7 @@ fn sub_read(base: &ReadBuilder, columns: &[String]) -> ReadBuilder {
 /// Starts a filtered read (see the module documentation).
 pub(crate) async fn filtered_stream(builder: ReadBuilder) -> Result<RecordBatchStream> {
     let setup = setup(&builder).await?;
-    let io = builder.new_io_scheduler();
+    let io = builder.new_io_scheduler(false);
     let stats = Arc::new(FilterStats::default());
     stats.zones_total.store(setup.zones.total, Ordering::Relaxed);
     stats.zones_skipped.store(setup.zones.skipped, Ordering::Relaxed);
