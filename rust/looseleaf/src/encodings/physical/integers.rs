@@ -257,7 +257,6 @@ pub fn unpack_widened(
     let lanes = packed.typed_data::<u64>();
     let lanes_per_block = BLOCK * width as usize / 64;
     let mut values = [0u64; BLOCK];
-    let mut wide = [0i128; BLOCK];
     let mut unpacked = None;
     for rows in pieces {
         ensure!(
@@ -275,15 +274,31 @@ pub fn unpack_widened(
             }
             let first = rows.start.max(block * BLOCK) - block * BLOCK;
             let end = rows.end.min((block + 1) * BLOCK) - block * BLOCK;
-            let (values, wide) = (&values[first..end], &mut wide[..end - first]);
+            let values = &values[first..end];
+            // Widened straight into `out` (through a stack buffer, the copy out of it was a fifth
+            // of a decimal column's scan).
+            let len = out.len();
+            out.reserve(values.len() * 16);
+            ensure!(len.is_multiple_of(16), internal, "16-byte values appended at byte {len}");
+            // SAFETY: `reserve` made room for `values.len()` 16-byte values after `len`, a
+            // multiple of 16 bytes from the buffer's 64-byte aligned start, so the slice is in
+            // bounds and aligned for `i128`; it does not overlap `values` (on the stack).
+            let wide = unsafe {
+                std::slice::from_raw_parts_mut(
+                    out.as_mut_ptr().add(len).cast::<std::mem::MaybeUninit<i128>>(),
+                    values.len(),
+                )
+            };
             match narrow {
                 // The true sum fits 64 bits (checked above), so the wrapping one is it.
-                Some(reference) => {
-                    wide.iter_mut().zip(values).for_each(|(w, v)| *w = reference.wrapping_add(*v as i64) as i128)
-                }
-                None => wide.iter_mut().zip(values).for_each(|(w, v)| *w = reference.wrapping_add(*v as i128)),
+                Some(reference) => wide
+                    .iter_mut()
+                    .zip(values)
+                    .for_each(|(w, v)| _ = w.write(reference.wrapping_add(*v as i64) as i128)),
+                None => wide.iter_mut().zip(values).for_each(|(w, v)| _ = w.write(reference.wrapping_add(*v as i128))),
             }
-            out.extend_from_slice(wide);
+            // SAFETY: the loop above wrote every one of the `values.len()` values.
+            unsafe { out.set_len(len + values.len() * 16) };
         }
     }
     Ok(())
