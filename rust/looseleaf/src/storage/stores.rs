@@ -97,7 +97,8 @@ impl fmt::Debug for StorageOptions {
 
 /// Keys whose values are not secrets (everything else is treated as one).
 fn is_harmless(key: &str) -> bool {
-    const HARMLESS: [&str; 14] = [
+    const HARMLESS: [&str; 15] = [
+        "memory_map",
         "endpoint",
         "region",
         "bucket",
@@ -240,15 +241,27 @@ mod tests {
             ("aws_secret_access_key", "hunter2-very-secret"),
             ("aws_access_key_id", "AKIAEXAMPLE"),
             ("azure_storage_sas_token", "sv=2020&sig=abc"),
+            ("memory_map", "false"),
         ]
         .into_iter()
         .collect();
         let shown = format!("{options:?}");
         assert!(shown.contains("http://127.0.0.1:9000") && shown.contains("us-east-1"), "{shown}");
+        assert!(shown.contains(r#""memory_map": "false""#), "{shown}");
+        assert!(!options.secrets().contains(&"false".to_string()));
         assert!(!shown.contains("hunter2") && !shown.contains("AKIA") && !shown.contains("sig=abc"), "{shown}");
         let secrets = options.secrets();
         assert!(secrets.contains(&"hunter2-very-secret".to_string()));
         assert!(!secrets.contains(&"us-east-1".to_string()));
+    }
+
+    #[test]
+    fn memory_map_is_a_flag() {
+        let with = |value: &str| [("Memory_Map", value)].into_iter().collect::<StorageOptions>().memory_map();
+        assert!(StorageOptions::new().memory_map().unwrap());
+        assert!(with("TRUE").unwrap() && !with("false").unwrap());
+        let e = with("sometimes").unwrap_err();
+        assert!(matches!(e, Error::InvalidArgument { .. }) && e.to_string().contains("sometimes"), "{e}");
     }
 
     #[test]
