@@ -224,7 +224,8 @@ fn sub_read(base: &ReadBuilder, columns: &[String]) -> ReadBuilder {
 /// Starts a filtered read (see the module documentation).
 pub(crate) async fn filtered_stream(builder: ReadBuilder) -> Result<RecordBatchStream> {
     let setup = setup(&builder).await?;
-    let io = builder.new_io_scheduler(false);
+    // Every stage reads at most the candidate rows.
+    let io = builder.new_io_scheduler(builder.is_sparse(setup.candidates.num_rows()));
     let stats = Arc::new(FilterStats::default());
     stats.zones_total.store(setup.zones.total, Ordering::Relaxed);
     stats.zones_skipped.store(setup.zones.skipped, Ordering::Relaxed);

@@ -307,7 +307,7 @@ impl ReadBuilder {
         let plan = BatchPlan::cut(&selection, &spans, batch_size.get() as u64, allowance);
         let stream = DecodeBatchStream::new(schema.clone(), decoders, plan, context.metrics.clone())
             .with_trace(self.trace.clone());
-        let sparse = selection.num_rows().saturating_mul(SPARSE_READ) <= file.num_rows();
+        let sparse = self.is_sparse(selection.num_rows());
         Ok(StartedRead { schema, jobs, stream, context, parallelism, sparse })
     }
 
@@ -360,6 +360,11 @@ impl ReadBuilder {
         };
         let batches = batches.map_err(move |e| e.with_location(&location)).boxed();
         Ok(RecordBatchStream { schema, batches, io, metrics, filter: None, consumer: None })
+    }
+
+    /// Whether a read of `rows` rows of the file is sparse (see [`SPARSE_READ`]).
+    pub(crate) fn is_sparse(&self, rows: u64) -> bool {
+        rows.saturating_mul(SPARSE_READ) <= self.file.num_rows()
     }
 
     /// An I/O scheduler with the read's settings, reading through the storage's reader for
