@@ -2,8 +2,9 @@
 //! under a timeout and checked against the data written: a budget smaller than one page, a
 //! budget of one byte, many requests at the same priority, list items that need indirect reads
 //! while the budget is full, many reads and many files at once, a slow consumer, reads sharing
-//! one budget of one byte (consumed one after the other, or at once). A hang fails
-//! the test (it never blocks the suite), wrong data fails it too.
+//! one budget of one byte (consumed one after the other, or at once), reads consumed on a thread
+//! running `Runtime::block_on` while pages still arrive. A hang fails the test (it never blocks
+//! the suite), wrong data fails it too.
 
 // Tests report failures by panicking.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
@@ -25,16 +26,13 @@ use looseleaf::{ByteCount, FileReader, IoBudget, IoOptions, ReadBuilder};
 use rand::Rng;
 use rand::seq::SliceRandom;
 
-/// Longer than any of these reads takes on a loaded 2-core machine, by far.
-const HANG: Duration = Duration::from_secs(120);
-
 /// I/O options with a byte budget of `bytes` and a fixed depth.
 fn budget(bytes: u64, depth: usize) -> IoOptions {
     IoOptions { depth: IoDepth::Fixed(nz(depth)), buffer: ByteCount(bytes), ..IoOptions::LOCAL }
 }
 
 async fn within<T>(what: &str, read: impl Future<Output = T>) -> T {
-    tokio::time::timeout(HANG, read).await.unwrap_or_else(|_| panic!("{what}: the read hung"))
+    common::within_deadline(what, common::HANG, read).await
 }
 
 /// Reads to the end, the consumer pausing after each batch when `slow`.
@@ -249,4 +247,40 @@ async fn reads_sharing_a_one_byte_budget_finish() {
     let stats = shared.stats();
     assert_eq!((stats.reserved_bytes, stats.in_flight), (0, 0), "{stats:?}");
     assert_eq!(stats.peak_in_flight, 1, "{stats:?}");
+}
+
+/// Reads consumed on a thread running `Runtime::block_on` (as tests and the Python bindings
+/// consume them) while the scheduling loop is still sending pages: columns of every flat type
+/// in small pages, read again and again. Decoders that took pages with tokio's `try_recv` could
+/// park that thread in the middle of a send and swallow a wake-up meant for `block_on`; about
+/// one such read in a hundred then waited forever for pages that had arrived.
+#[test]
+fn reads_consumed_by_block_on_lose_no_wake_up() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut rng = common::rng(11);
+    let mut fields = Vec::new();
+    let mut columns = Vec::new();
+    for (i, data_type) in common::all_flat_types().into_iter().enumerate() {
+        let null_probability = [0.0, 0.01, 0.5][i % 3];
+        let column = common::ColumnGen { null_probability, mode: common::ValueMode::Random };
+        columns.push(common::random_array(&mut rng, &data_type, 1000, column));
+        fields.push(Field::new(format!("f{i}"), data_type, true));
+    }
+    let schema: SchemaRef = Arc::new(Schema::new(fields));
+    let table = RecordBatch::try_new(schema.clone(), columns).unwrap();
+    let path = dir.path().join("small-pages.leaf");
+    let runtime = common::runtime();
+    let reader = runtime.block_on(async {
+        write_file(&path, &schema, std::slice::from_ref(&table), 300).await;
+        FileReader::open_path(&path).await.unwrap()
+    });
+    // Taking pages with `try_recv`, 1,000 reads hung at the 4th with two decode threads, at the
+    // 164th with one.
+    for attempt in 0..400 {
+        let what = format!("read {attempt}");
+        let parallelism = nz(1 + attempt % 2);
+        let read = reader.read().with_row_range(53..756).with_batch_size(nz(1000)).with_decode_parallelism(parallelism);
+        let out = runtime.block_on(within(&what, scan(read, false)));
+        assert_batches_equal(&out, &table.slice(53, 703), &what);
+    }
 }

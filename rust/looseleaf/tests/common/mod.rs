@@ -14,6 +14,7 @@ pub mod alloc;
 pub mod reads;
 
 use std::collections::HashMap;
+use std::future::Future;
 use std::ops::Range;
 use std::path::Path;
 use std::sync::{Arc, Mutex, OnceLock};
@@ -921,10 +922,34 @@ impl ReadOutput {
 
 /// Runs a read to the end.
 pub async fn read_to_end(read: ReadBuilder) -> looseleaf::Result<ReadOutput> {
-    let mut stream = read.stream().await?;
-    let schema = stream.schema().clone();
-    let batches: Vec<RecordBatch> = (&mut stream).try_collect().await?;
-    Ok(ReadOutput { schema, batches, stats: stream.io_stats() })
+    within_deadline("a read to the end", HANG, async {
+        let mut stream = read.stream().await?;
+        let schema = stream.schema().clone();
+        let batches: Vec<RecordBatch> = (&mut stream).try_collect().await?;
+        Ok(ReadOutput { schema, batches, stats: stream.io_stats() })
+    })
+    .await
+}
+
+/// Longer than any read of a test takes on a loaded 2-core machine, by far: a read still
+/// running after it hung.
+pub const HANG: std::time::Duration = std::time::Duration::from_secs(120);
+
+/// `future`'s output, or a panic naming `what` if `deadline` passes first.
+///
+/// The deadline is looked at *before* the future is polled again: a read that lost a wake-up
+/// moves only when the timer wakes its thread, and `tokio::time::timeout` (which polls the
+/// future first) would let it finish late and pass. Needs a runtime with a time driver.
+pub async fn within_deadline<T>(what: &str, deadline: std::time::Duration, future: impl Future<Output = T>) -> T {
+    let mut future = std::pin::pin!(future);
+    let mut timer = std::pin::pin!(tokio::time::sleep(deadline));
+    std::future::poll_fn(|cx| {
+        if timer.as_mut().poll(cx).is_ready() {
+            panic!("{what}: still running after {deadline:?}, hung");
+        }
+        future.as_mut().poll(cx)
+    })
+    .await
 }
 
 /// Checks that `batches` are all `batch_size` rows except the last, which holds the rest, and

@@ -2,6 +2,7 @@
 
 use std::collections::VecDeque;
 use std::sync::Arc;
+use std::task::Poll;
 
 use crate::encodings::{DataBlock, PageDecoder};
 use crate::error::{Result, ensure};
@@ -97,9 +98,13 @@ impl<T: LoadedPage> PageQueue<T> {
     /// Not cancel safe: a page whose load was being awaited is lost if the future is dropped.
     pub async fn next_rows(&mut self, num_rows: u64) -> Result<Vec<PagePiece<T>>> {
         while self.queued_rows < num_rows {
-            let page = match self.receiver.try_recv() {
-                Ok(page) => Some(page),
-                Err(_) => {
+            // A page already sent is taken by polling once, never with `try_recv`: tokio's
+            // `try_recv` parks the thread while a send is half done, and on a thread running
+            // `Runtime::block_on` (a test, the Python bindings) that park swallows a wake-up
+            // meant for `block_on`; the read then waited forever for pages that had arrived.
+            let page = match std::future::poll_fn(|cx| Poll::Ready(self.receiver.poll_recv(cx))).await {
+                Poll::Ready(page) => page,
+                Poll::Pending => {
                     // Counted as starving while it waits, so that the scheduling loop does not
                     // wait for room in the I/O queue meanwhile (see `EncodingsIo::wait_for_room`).
                     let _starving = Starving::new(&self.context.starving);
