@@ -125,8 +125,9 @@ pub trait EncodingsIo: Send + Sync {
         0
     }
 
-    /// Blocks the calling thread — the scheduling loop's own, never a runtime worker — while
-    /// enough reads are queued and not yet issued to keep the storage busy, unless `starving`
+    /// Blocks the calling thread — the scheduling loop's own, never a runtime worker — once
+    /// enough reads are queued and not yet issued to keep the storage busy (until the queue is
+    /// half empty again, so that the loop is not woken for every read), unless `starving`
     /// says a decoder waits for a page the loop has not sent yet: the loop then stays a bounded
     /// queue ahead of the I/O however large the file, instead of holding the requests of every
     /// page of it. It cannot deadlock: while no decoder starves, every page the decoders wait
