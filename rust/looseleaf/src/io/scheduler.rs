@@ -613,7 +613,6 @@ impl EncodingsIo for IoScheduler {
         let inner = &self.inner;
         let mut state = inner.lock_state();
         let started = std::time::Instant::now();
-        let mut waiting = false;
         loop {
             let backlog = (BACKLOG_PER_READ * state.depth.current()).max(MIN_BACKLOG);
             // Once full, the loop waits until the queue is half empty, not for each read to
@@ -623,10 +622,9 @@ impl EncodingsIo for IoScheduler {
             // The reads waited for are issued without the loop (see `EncodingsIo`); a wait that
             // outlasts `LOOP_WAIT_LIMIT` lets one page through all the same, so that a hole in
             // that argument would slow a read down, never hang it.
-            let full_at = if waiting { resume + 1 } else { backlog };
+            let full_at = if state.loop_resumes_at.is_some() { resume + 1 } else { backlog };
             let full = state.queue.len() >= full_at && !starving();
             let Some(left) = LOOP_WAIT_LIMIT.checked_sub(started.elapsed()).filter(|_| full) else { break };
-            waiting = true;
             state.loop_resumes_at = Some(resume);
             // Decoders do not signal the lock when they start starving: looked at every
             // `STARVING_POLL`.
