@@ -112,8 +112,8 @@ def open(
     ``aws_secret_access_key``, ``aws_allow_http``, ``google_service_account``, ...), on top of
     the environment's (``AWS_*`` variables and the like); secrets never appear in an error.
     For a local file, ``storage_options={"memory_map": False}`` reads with copies instead of
-    mapping large reads (on Linux, the default; a file truncated by another process while
-    batches share its pages would end the process with ``SIGBUS``).
+    mapping large reads and, for takes, the file (on Linux, the default; a file truncated by
+    another process while batches share its pages would end the process with ``SIGBUS``).
 
     Opening reads the end of the file once (one request to an object store);
     column metadata is read when a column is. ``options`` (see :class:`ReadOptions`) are the

@@ -597,7 +597,7 @@ struct StartedRead {
 /// serve a few rows each, and it reads through
 /// [`RangeReader::sparse_reader`](crate::io::RangeReader::sparse_reader). A take of 1,000
 /// of the 300-column table's 50,000 rows reads every page whole and was 1.06-1.07x slower with
-/// its large reads mapped than copied (see `LocalFileReader::with_memory_map`).
+/// each large read mapped on its own (see `LocalFileReader::with_memory_map`), as a scan's are.
 const SPARSE_READ: u64 = 8;
 
 /// The batches of a read, in row order.
