@@ -235,8 +235,9 @@ const SPARSE_MAP_READ: u64 = 16 * 1024;
 /// Why a mapping of the whole file: a first read has no freed buffers to reuse, so a copy first
 /// faults in new memory page by page, and one mapping per read (as large reads of scans use)
 /// would unmap, with a TLB shootdown on every thread, once per page read. Paired against
-/// copying, 1,000-row takes in fresh processes: nested 0.72, 300 columns 0.92, lineitem 0.99; in
-/// a process that has read before (the file opened again for each take), 0.96–1.02.
+/// copying, 1,000-row takes in fresh processes: nested 0.66–0.72, 300 columns 0.82–0.92,
+/// lineitem 0.95–0.99; in a process that has read before (the file opened again for each take),
+/// 0.91–1.02.
 ///
 /// Invariant: once a read has met pages the page cache does not hold, every later read of this
 /// reader copies. The kernel reads ahead for positioned reads, not for what a mapping shows;
