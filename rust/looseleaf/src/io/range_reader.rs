@@ -226,6 +226,15 @@ fn map_range(file: &std::fs::File, range: Range<u64>) -> std::io::Result<Bytes> 
 #[cfg(target_os = "linux")]
 const SPARSE_MAP_READ: u64 = 16 * 1024;
 
+/// About the most bytes a [`MappedSparseReader`] serves from its mapping (reads in flight
+/// together may pass it by a few reads); it copies the rest. Copies are freed batch by batch,
+/// but pages served from the mapping stay in the process's resident memory until the read ends:
+/// a take reads far less than this (60 MB for 1,000 rows of the 300-column table), but a sparse
+/// row range or filtered read of a large file may stream far more. As much as a local read's
+/// default I/O buffer.
+#[cfg(target_os = "linux")]
+const SPARSE_MAP_LIMIT: u64 = IoOptions::LOCAL.buffer.get();
+
 /// The reader of a sparse read (a take) of a local file: one read-only mapping of the whole
 /// file, made when the read starts and unmapped when the read and the last batch sharing its
 /// pages are gone. A read of [`SPARSE_MAP_READ`] bytes or more whose pages the page cache holds
@@ -239,8 +248,8 @@ const SPARSE_MAP_READ: u64 = 16 * 1024;
 /// lineitem 0.95–0.99; in a process that has read before (the file opened again for each take),
 /// 0.91–1.02.
 ///
-/// Invariant: once a read has met pages the page cache does not hold, every later read of this
-/// reader copies. The kernel reads ahead for positioned reads, not for what a mapping shows;
+/// Invariants: at most about [`SPARSE_MAP_LIMIT`] bytes are served from the mapping; once a
+/// read has met pages the page cache does not hold, every later read of this reader copies. The kernel reads ahead for positioned reads, not for what a mapping shows;
 /// reading some ranges through the mapping and some with `pread` left the readahead too little
 /// to go on, and cold takes were 1.16–1.29x slower than copying alone.
 ///
@@ -254,6 +263,8 @@ struct MappedSparseReader {
     map: Bytes,
     /// Whether a read met pages the page cache does not hold.
     cold: std::sync::atomic::AtomicBool,
+    /// Bytes served from the mapping so far.
+    mapped: std::sync::atomic::AtomicU64,
     /// Reads what the mapping does not serve.
     copying: LocalFileReader,
 }
@@ -269,12 +280,17 @@ impl MappedSparseReader {
         // A page evicted between the residency check and populating is read alone, not with
         // the pages around it.
         map.advise(memmap2::Advice::Random).ok()?;
-        Some(Self { map: Bytes::from_owner(map), cold: Default::default(), copying })
+        Some(Self { map: Bytes::from_owner(map), cold: Default::default(), mapped: Default::default(), copying })
     }
 
     async fn read_at(&self, range: Range<u64>) -> Result<Bytes> {
         use std::sync::atomic::Ordering::Relaxed;
-        if range.end > self.copying.size || range.end - range.start < SPARSE_MAP_READ || self.cold.load(Relaxed) {
+        let size = range.end.saturating_sub(range.start);
+        if range.end > self.copying.size
+            || size < SPARSE_MAP_READ
+            || self.cold.load(Relaxed)
+            || self.mapped.load(Relaxed) + size > SPARSE_MAP_LIMIT
+        {
             return self.copying.read_at(range).await;
         }
         let (start, end) = (range.start as usize, range.end as usize);
@@ -284,6 +300,7 @@ impl MappedSparseReader {
         let first = (base + start) / page * page;
         let len = (base + end).div_ceil(page) * page - first;
         if cached(first, len, page) && populate(first, len) {
+            self.mapped.fetch_add(size, Relaxed);
             return Ok(self.map.slice(start..end));
         }
         self.cold.store(true, Relaxed);
@@ -536,6 +553,22 @@ mod tests {
     #[cfg(target_os = "linux")]
     fn in_mapping(reader: &MappedSparseReader, bytes: &Bytes) -> bool {
         reader.map.as_ptr_range().contains(&bytes.as_ptr())
+    }
+
+    /// Once about `SPARSE_MAP_LIMIT` bytes were served from the mapping, reads are copies.
+    #[cfg(target_os = "linux")]
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn sparse_reads_map_no_more_than_the_limit() {
+        let (file, data) = file_of(4 << 20);
+        let copying = LocalFileReader::open(file.path()).unwrap().with_memory_map(false);
+        let _ = copying.get_range(0..(4 << 20)).await.unwrap();
+        let reader = MappedSparseReader::new(copying).unwrap();
+        reader.mapped.store(SPARSE_MAP_LIMIT - (1 << 20), std::sync::atomic::Ordering::Relaxed);
+        let within = reader.get_range(0..1 << 20).await.unwrap();
+        assert!(in_mapping(&reader, &within), "up to the limit, from the mapping");
+        let past = reader.get_range(1 << 20..(1 << 20) + SPARSE_MAP_READ).await.unwrap();
+        assert_eq!(&past[..], &data[1 << 20..(1 << 20) + SPARSE_MAP_READ as usize]);
+        assert!(!in_mapping(&reader, &past), "past the limit, copied");
     }
 
     /// Cached reads of 16 KiB and up are slices of the mapping; smaller ones, and every read after
