@@ -242,3 +242,51 @@ fn values_larger_than_a_page() {
         check_all_reads(&mut rng, &reader, &table, 7).await;
     });
 }
+
+/// Takes of a file large enough that their page reads are served from the mapping of the whole
+/// file (`MappedSparseReader`: cached ranges of 16 KiB and more, on Linux), of flat and nested
+/// columns in 64 KiB pages, with the file in the page cache and evicted from it (the reads then
+/// copy): the rows asked for, in the order asked, repeats included.
+#[test]
+fn takes_of_large_pages_round_trip_cached_or_not() {
+    let mut rng = common::rng(11);
+    let schema = common::random_nested_schema(&mut rng, 6, common::NestedLimits::default());
+    let flat = random_schema(&mut rng, 6);
+    let mut fields: Vec<Field> = schema.fields().iter().map(|f| f.as_ref().clone()).collect();
+    fields.extend(flat.fields().iter().enumerate().map(|(i, f)| f.as_ref().clone().with_name(format!("flat{i}"))));
+    let schema: SchemaRef = Arc::new(Schema::new(fields));
+    let num_rows = 40_000;
+    let table = common::random_nested_table(&mut rng, &schema, num_rows);
+    let inputs = split_randomly(&mut rng, &table, 5000);
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("large_pages.leaf");
+    runtime().block_on(async {
+        write_file(&path, &schema, &inputs, 64 * 1024).await;
+        for evicted in [false, true] {
+            if evicted {
+                evict(&path);
+            }
+            let reader = FileReader::open_path(&path).await.unwrap();
+            // One row in 50 (a sparse read), unsorted, with a repeat.
+            let mut indices: Vec<u64> =
+                (0..800).map(|_| rand::Rng::random_range(&mut rng, 0..num_rows as u64)).collect();
+            indices.push(indices[0]);
+            let taken = reader.take(&indices, None).await.unwrap();
+            assert_batches_equal(&taken, &common::reads::rows_of(&table, &indices), &format!("evicted {evicted}"));
+        }
+    });
+}
+
+/// Drops `path` from the page cache where the system allows it.
+fn evict(path: &std::path::Path) {
+    #[cfg(target_os = "linux")]
+    {
+        use std::os::fd::AsRawFd;
+        let file = std::fs::File::open(path).unwrap();
+        file.sync_all().unwrap();
+        // SAFETY: a valid descriptor; the advice changes no memory of this process.
+        unsafe { libc::posix_fadvise(file.as_raw_fd(), 0, 0, libc::POSIX_FADV_DONTNEED) };
+    }
+    #[cfg(not(target_os = "linux"))]
+    let _ = path;
+}
