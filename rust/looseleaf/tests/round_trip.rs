@@ -264,7 +264,7 @@ fn takes_of_large_pages_round_trip_cached_or_not() {
         write_file(&path, &schema, &inputs, 64 * 1024).await;
         for evicted in [false, true] {
             if evicted {
-                evict(&path);
+                common::evict_from_page_cache(&path);
             }
             let reader = FileReader::open_path(&path).await.unwrap();
             // One row in 50 (a sparse read), unsorted, with a repeat.
@@ -275,18 +275,4 @@ fn takes_of_large_pages_round_trip_cached_or_not() {
             assert_batches_equal(&taken, &common::reads::rows_of(&table, &indices), &format!("evicted {evicted}"));
         }
     });
-}
-
-/// Drops `path` from the page cache where the system allows it.
-fn evict(path: &std::path::Path) {
-    #[cfg(target_os = "linux")]
-    {
-        use std::os::fd::AsRawFd;
-        let file = std::fs::File::open(path).unwrap();
-        file.sync_all().unwrap();
-        // SAFETY: a valid descriptor; the advice changes no memory of this process.
-        unsafe { libc::posix_fadvise(file.as_raw_fd(), 0, 0, libc::POSIX_FADV_DONTNEED) };
-    }
-    #[cfg(not(target_os = "linux"))]
-    let _ = path;
 }

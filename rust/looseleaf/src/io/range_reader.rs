@@ -249,9 +249,10 @@ const SPARSE_MAP_LIMIT: u64 = IoOptions::LOCAL.buffer.get();
 /// 0.91–1.02.
 ///
 /// Invariants: at most about [`SPARSE_MAP_LIMIT`] bytes are served from the mapping; once a
-/// read has met pages the page cache does not hold, every later read of this reader copies. The kernel reads ahead for positioned reads, not for what a mapping shows;
-/// reading some ranges through the mapping and some with `pread` left the readahead too little
-/// to go on, and cold takes were 1.16–1.29x slower than copying alone.
+/// read has met pages the page cache does not hold, every later read of this reader copies.
+/// The kernel reads ahead for positioned reads, not for what a mapping shows; reading some
+/// ranges through the mapping and some with `pread` left the readahead too little to go on, and
+/// cold takes were 1.16–1.29x slower than copying alone.
 ///
 /// The hazard of [`LocalFileReader::with_memory_map`] applies (a file truncated while batches
 /// share its pages raises `SIGBUS`); a file already short when read is an error, not a signal:

@@ -1376,3 +1376,18 @@ pub async fn wait_for_entries(dir: &Path, expected: &[&str]) -> Vec<String> {
         tokio::time::sleep(std::time::Duration::from_millis(10)).await;
     }
 }
+
+/// Drops `path` from the page cache where the system allows it (not on tmpfs, say), so that
+/// the next read of it is cold.
+pub fn evict_from_page_cache(path: &std::path::Path) {
+    #[cfg(target_os = "linux")]
+    {
+        use std::os::fd::AsRawFd;
+        let file = std::fs::File::open(path).unwrap();
+        file.sync_all().unwrap();
+        // SAFETY: a valid descriptor; the advice changes no memory of this process.
+        unsafe { libc::posix_fadvise(file.as_raw_fd(), 0, 0, libc::POSIX_FADV_DONTNEED) };
+    }
+    #[cfg(not(target_os = "linux"))]
+    let _ = path;
+}
