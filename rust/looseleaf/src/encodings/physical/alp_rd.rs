@@ -15,6 +15,7 @@
 //! (`128 × (code_bits + right_bits)` bytes, one range) and the page's exceptions, which the
 //! writer keeps rare. Random normal float32s take about 28 bits instead of 32.
 
+use std::mem::MaybeUninit;
 use std::ops::Range;
 
 use arrow_buffer::{ArrowNativeType, Buffer, MutableBuffer};
@@ -22,7 +23,9 @@ use fastlanes::BitPacking;
 
 use super::PageContext;
 use super::binary::aligned;
-use super::integers::{BLOCK, block_bytes, blocks_for, pack_block, shared_block_spans, unpack_alone};
+use super::integers::{
+    BLOCK, GROUP, block_bytes, blocks_for, for_each_block_group, pack_block, shared_block_spans, unpack_alone,
+};
 use crate::encodings::{DataBlock, FixedWidthBlock, PageDecoder, PageLoad, PageScheduler, SelectedRows, limits};
 use crate::error::{Result, bail, ensure};
 use crate::format::proto::{AlpRdEncoding, BufferLocation};
@@ -272,12 +275,14 @@ impl AlpRdDecoder {
         let mut at = 0;
         for (span, members) in shared_block_spans(pieces) {
             let members = &pieces[members];
-            if unpack_alone(members.iter().map(|p| p.end - p.start).sum(), &span) {
+            let wanted: u64 = members.iter().map(|p| p.end - p.start).sum();
+            if unpack_alone(wanted, &span) {
                 // Scattered rows (a take): each value is unpacked alone rather than its block.
-                for row in members.iter().flat_map(|p| p.clone()) {
-                    out[at] = self.value(row)?;
-                    at += 1;
-                }
+                let Some(values) = out.get_mut(at..at + wanted as usize) else {
+                    bail!(internal, "ALP-RD pieces of more rows than decoded");
+                };
+                self.decode_alone(members.iter().flat_map(|p| p.clone()), values)?;
+                at += wanted as usize;
             } else if let [piece] = members {
                 let len = (piece.end - piece.start) as usize;
                 self.decode_span(piece.clone(), &mut out[at..at + len])?;
@@ -377,28 +382,54 @@ impl AlpRdDecoder {
         Ok(())
     }
 
-    /// The value of page row `row` alone.
-    fn value<T: Word>(&self, row: u64) -> Result<T> {
+    /// The values of page rows `rows` (any order, one per value of `out`), each unpacked alone,
+    /// a block's run of rows at once (see [`for_each_block_group`]).
+    fn decode_alone<T: Word>(&self, rows: impl Iterator<Item = u64>, out: &mut [T]) -> Result<()> {
         let layout = &self.layout;
-        let block = row / BLOCK as u64;
-        let index = (row % BLOCK as u64) as usize;
-        let (run, at) = self.run(block..block + 1)?;
-        let (packed_codes, packed_rights) = self.block::<T>(run, at)?;
-        // SAFETY: the packed blocks are whole blocks of their widths (see `decode_span`) and
-        // `index` is below 1024.
-        let right = unsafe { T::unchecked_unpack_single(layout.right_bits as usize, packed_rights, index) };
-        let left = match self.exceptions.rows.binary_search(&row) {
-            Ok(exception) => self.exceptions.left_parts[exception],
-            Err(_) => {
-                let code = match packed_codes {
-                    // SAFETY: as above.
-                    Some(packed) => unsafe { u8::unchecked_unpack_single(layout.code_bits as usize, packed, index) },
-                    None => 0,
-                };
-                layout.table[code as usize]
+        let exceptions = &self.exceptions;
+        let right_mask = T::from_u64((1u64 << layout.right_bits) - 1);
+        let mut codes = [MaybeUninit::<u8>::uninit(); GROUP];
+        let mut at = 0;
+        for_each_block_group(rows, |block, indices| {
+            let (run, first) = self.run(block..block + 1)?;
+            let (packed_codes, packed_rights) = self.block::<T>(run, first)?;
+            let Some(values) = out.get_mut(at..at + indices.len()) else {
+                bail!(internal, "more ALP-RD rows than values to decode");
+            };
+            at += indices.len();
+            // SAFETY: the packed blocks are whole blocks of their widths (see `decode_span`), the
+            // indices are below 1024 and each output holds one value per index. `values` is
+            // viewed as uninitialised only to be written with valid values.
+            unsafe {
+                let uninit = &mut *(values as *mut [T] as *mut [MaybeUninit<T>]);
+                T::unchecked_unpack_indices(layout.right_bits as usize, packed_rights, indices, uninit);
             }
-        };
-        Ok(T::from_u64(right.to_u64() | left))
+            match packed_codes {
+                Some(packed) => {
+                    let codes = &mut codes[..indices.len()];
+                    // SAFETY: as above.
+                    unsafe { u8::unchecked_unpack_indices(layout.code_bits as usize, packed, indices, codes) };
+                    for (value, code) in values.iter_mut().zip(codes.iter()) {
+                        // SAFETY: `unchecked_unpack_indices` wrote every code.
+                        let code = unsafe { code.assume_init() };
+                        *value = *value | T::from_u64(layout.table[code as usize]);
+                    }
+                }
+                None => values.iter_mut().for_each(|value| *value = *value | T::from_u64(layout.table[0])),
+            }
+            let first_row = block * BLOCK as u64;
+            let from = exceptions.rows.partition_point(|row| *row < first_row);
+            let to = exceptions.rows.partition_point(|row| *row < first_row + BLOCK as u64);
+            if from < to {
+                let (rows, left_parts) = (&exceptions.rows[from..to], &exceptions.left_parts[from..to]);
+                for (value, index) in values.iter_mut().zip(indices) {
+                    if let Ok(exception) = rows.binary_search(&(first_row + *index as u64)) {
+                        *value = (*value & right_mask) | T::from_u64(left_parts[exception]);
+                    }
+                }
+            }
+            Ok(())
+        })
     }
 }
 
@@ -626,5 +657,58 @@ mod tests {
         let bits = (split.right_bits + split.code_bits) as f64;
         assert!(bits <= 28.0, "{split:?}");
         assert!(encoded.num_exceptions * 1000 < 200_000, "{} exceptions with {split:?}", encoded.num_exceptions);
+    }
+
+    /// The decoder of `values` encoded with `split`, every block loaded.
+    fn decoder(values: &FixedWidthBlock, split: &Split) -> AlpRdDecoder {
+        let mut buffers = vec![];
+        let encoding = encode(values, split, u64::MAX, &mut buffers).unwrap().unwrap();
+        let layout = Layout::try_new(&encoding).unwrap();
+        let n = values.num_values;
+        let exceptions = Exceptions::try_new(&buffers[1], &buffers[2], n, &layout).unwrap();
+        let runs = vec![LoadedRun { blocks: 0..n.div_ceil(BLOCK as u64), bytes: buffers[0].clone() }];
+        AlpRdDecoder { layout, rows: SelectedRows::new(&[0..n]), runs, exceptions }
+    }
+
+    /// Values unpacked alone (scattered rows in any order, repeated, exceptions among them)
+    /// equal the values written, for both widths, whatever a block's run of rows.
+    #[test]
+    fn values_unpacked_alone_are_the_values_written() {
+        let f32s = normal_f32(5000);
+        let doubled: Vec<f64> = f32s.data.typed_data::<f32>().iter().map(|v| *v as f64 * 1.1).collect();
+        let f64s = FixedWidthBlock { data: Buffer::from_vec(doubled), bits_per_value: 64, num_values: 5000 };
+        let mut state = 7u64;
+        let mut next = move |n: u64| {
+            state = state.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+            (state >> 33) % n
+        };
+        for values in [&f32s, &f64s] {
+            let mut split = choose(values).unwrap();
+            // Two codes only: many exceptions.
+            split.code_bits = 1;
+            split.left_parts.truncate(2);
+            let decoder = decoder(values, &split);
+            assert!(decoder.exceptions.rows.len() > 100, "{} exceptions", decoder.exceptions.rows.len());
+            let mut rows: Vec<u64> = (0..700).map(|_| next(5000)).collect();
+            rows.extend(decoder.exceptions.rows.iter().step_by(7));
+            rows.extend((0..300).map(|i| 1024 + i % 150));
+            rows.extend([0, 4999, 4999, 1023, 1024]);
+            let bits = |row: u64| {
+                let w = values.bits_per_value as usize / 8;
+                let at = row as usize * w;
+                read_word(&values.data.as_slice()[at..at + w])
+            };
+            let expected: Vec<u64> = rows.iter().map(|row| bits(*row)).collect();
+            let decoded: Vec<u64> = if values.bits_per_value == 32 {
+                let mut out = vec![0u32; rows.len()];
+                decoder.decode_alone(rows.iter().copied(), &mut out).unwrap();
+                out.into_iter().map(u64::from).collect()
+            } else {
+                let mut out = vec![0u64; rows.len()];
+                decoder.decode_alone(rows.iter().copied(), &mut out).unwrap();
+                out
+            };
+            assert_eq!(decoded, expected, "{}-bit values", values.bits_per_value);
+        }
     }
 }
