@@ -192,7 +192,7 @@ fn checked_block_count(packed: &Buffer, width: u32, lane_bytes: usize) -> Result
 }
 
 /// Most positions [`for_each_block_group`] passes at once.
-pub const GROUP: usize = 128;
+pub const GROUP: usize = 64;
 
 /// Calls `visit(block, indices)` for each run of consecutive `positions` (in any order) that lie
 /// in one block, with their indices within the block (below 1024), at most [`GROUP`] at a time.
@@ -248,10 +248,15 @@ pub fn unpack_selected(
                 let block = block as usize;
                 ensure!(block < num_blocks, internal, "a bit-packed value past the {num_blocks} blocks read");
                 let block = &lanes[block * lanes_per_block..(block + 1) * lanes_per_block];
+                if let [index] = indices {
+                    // SAFETY: `block` holds exactly 1024 × width / T::BITS lanes, `width` is at
+                    // most T::BITS (checked by `checked_block_count`) and the index is below 1024.
+                    let value = unsafe { <$t>::unchecked_unpack_single(width as usize, block, *index) };
+                    out.push(value.wrapping_add(reference as $t));
+                    return Ok(());
+                }
                 let values = &mut values[..indices.len()];
-                // SAFETY: `block` holds exactly 1024 × width / T::BITS lanes, `width` is at most
-                // T::BITS (checked by `checked_block_count`), the indices are below 1024 and
-                // `values` holds one value per index.
+                // SAFETY: as above, and `values` holds one value per index.
                 unsafe { <$t>::unchecked_unpack_indices(width as usize, block, indices, values) };
                 // SAFETY: `unchecked_unpack_indices` wrote every value.
                 let values = values.iter().map(|v| unsafe { v.assume_init() });
@@ -428,7 +433,9 @@ mod tests {
                 values.iter().map(|v| (*v as u128 + 7).rem_euclid(1u128 << (lane * 8)) as u64).collect();
             assert_eq!(back, expected, "lane {lane} width {width}");
             // Values unpacked alone, in any order, match their blocks.
-            let positions = [2499u64, 0, 1023, 1024, 7, 2048, 1500];
+            // Alone and in runs of a block, a run longer than a group among them.
+            let mut positions = vec![2499u64, 0, 1023, 1024, 7, 2048, 1500];
+            positions.extend((0..GROUP as u64 * 2 + 5).map(|i| 1024 + (i * 37) % 1024));
             let mut alone = MutableBuffer::new(0);
             unpack_selected(&packed, width, lane, 7, positions.iter().copied(), &mut alone).unwrap();
             let unpacked: Vec<u64> = alone.as_slice().chunks_exact(lane).map(|c| read_int(c, false) as u64).collect();
