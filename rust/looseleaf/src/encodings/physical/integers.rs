@@ -248,15 +248,10 @@ pub fn unpack_selected(
                 let block = block as usize;
                 ensure!(block < num_blocks, internal, "a bit-packed value past the {num_blocks} blocks read");
                 let block = &lanes[block * lanes_per_block..(block + 1) * lanes_per_block];
-                if let [index] = indices {
-                    // SAFETY: `block` holds exactly 1024 × width / T::BITS lanes, `width` is at
-                    // most T::BITS (checked by `checked_block_count`) and the index is below 1024.
-                    let value = unsafe { <$t>::unchecked_unpack_single(width as usize, block, *index) };
-                    out.push(value.wrapping_add(reference as $t));
-                    return Ok(());
-                }
                 let values = &mut values[..indices.len()];
-                // SAFETY: as above, and `values` holds one value per index.
+                // SAFETY: `block` holds exactly 1024 × width / T::BITS lanes, `width` is at most
+                // T::BITS (checked by `checked_block_count`), the indices are below 1024 and
+                // `values` holds one value per index.
                 unsafe { <$t>::unchecked_unpack_indices(width as usize, block, indices, values) };
                 // SAFETY: `unchecked_unpack_indices` wrote every value.
                 let values = values.iter().map(|v| unsafe { v.assume_init() });
