@@ -158,4 +158,44 @@ mod tests {
         assert_eq!(index.pieces(9, 0).unwrap(), vec![]);
         assert!(index.pieces(8, 2).is_err());
     }
+
+    /// Every row held, as `(range index, row within the range)`: the truth the pieces and
+    /// page rows are checked against.
+    fn rows_of(lengths: &[u64]) -> Vec<(usize, u64)> {
+        lengths.iter().enumerate().flat_map(|(i, len)| (0..*len).map(move |row| (i, row))).collect()
+    }
+
+    proptest::proptest! {
+        /// Pieces and page rows of any span agree with the rows counted one by one, for ranges
+        /// of single rows (as a take has), longer ones and empty ones in any mix.
+        #[test]
+        fn pieces_and_page_rows_match_rows_counted_one_by_one(
+            lengths in proptest::collection::vec(proptest::prop_oneof![3 => proptest::strategy::Just(1u64), 1 => 0u64..4], 0..40),
+            skip in 0u64..50,
+            len in 0u64..50,
+        ) {
+            let rows = rows_of(&lengths);
+            let ranges: Vec<Range<u64>> =
+                lengths.iter().scan(0u64, |at, len| { let start = *at + 7; *at = start + len; Some(start..*at) }).collect();
+            let selected = SelectedRows::new(&ranges);
+            let index = RangeIndex::new(lengths.iter().copied());
+            proptest::prop_assert_eq!(index.num_rows(), rows.len() as u64);
+            if skip + len > rows.len() as u64 {
+                proptest::prop_assert!(index.pieces(skip, len).is_err());
+                proptest::prop_assert!(selected.page_rows(skip, len).is_err());
+                return Ok(());
+            }
+            let span = &rows[skip as usize..(skip + len) as usize];
+            let expanded: Vec<(usize, u64)> = index
+                .pieces(skip, len)
+                .unwrap()
+                .into_iter()
+                .flat_map(|(range, first, n)| (first..first + n).map(move |row| (range, row)))
+                .collect();
+            proptest::prop_assert_eq!(&expanded, span);
+            let page_rows: Vec<u64> = selected.page_rows(skip, len).unwrap().into_iter().flatten().collect();
+            let truth: Vec<u64> = span.iter().map(|(range, row)| ranges[*range].start + row).collect();
+            proptest::prop_assert_eq!(page_rows, truth);
+        }
+    }
 }
