@@ -63,6 +63,12 @@ pub struct ReaderStats {
 /// `take` of scattered rows). What the page cache does not hold (a cold read) goes to the
 /// blocking pool, so that a worker never waits on the disk and cold reads run as many at once
 /// as the I/O depth allows; larger reads always go there.
+///
+/// A cold read pays for the failed attempt, and is the better for it: skipping the attempt once
+/// a take had met an uncached page made cold 1,000-row takes 1.17x (embeddings) and 1.18x
+/// (lineitem) slower, with the same bytes read from the disk. The kernel most likely starts
+/// reading the missing pages before `RWF_NOWAIT` gives up, so the disk is at work before the
+/// blocking pool picks the read up.
 const INLINE_READ: usize = 64 * 1024;
 
 /// Reads of at least this size from a local file map the range instead of copying it (see
