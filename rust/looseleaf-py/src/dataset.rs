@@ -6,7 +6,7 @@ use std::collections::HashMap;
 use std::sync::Arc;
 
 use arrow_schema::Schema;
-use futures::StreamExt;
+use futures::TryStreamExt;
 use looseleaf::dataset::{
     CommitMode, Dataset, DatasetOptions, DatasetScan, DatasetSource, DatasetWriteOptions, DatasetWriter, ExistingData,
     FilePlan, Partitioning, TaskWriter, WriteJob,
@@ -395,13 +395,9 @@ impl PyDataset {
     ) -> PyResult<PyBatches> {
         let scan = self.scan(columns, options)?;
         let (schema, batches) = wait(py, async move {
-            let mut stream = scan.stream().await?;
+            let stream = scan.stream().await?;
             let schema = stream.schema().clone();
-            let mut batches = Vec::new();
-            while let Some(batch) = stream.next().await {
-                batches.push(batch?);
-            }
-            Ok::<_, looseleaf::Error>((schema, batches))
+            Ok::<_, looseleaf::Error>((schema, stream.try_collect().await?))
         })?
         .py_err()?;
         Ok(PyBatches::new(schema, batches))

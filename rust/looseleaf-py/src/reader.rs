@@ -8,7 +8,7 @@ use arrow_array::Array;
 use arrow_array::cast::AsArray;
 use arrow_array::types::{Int8Type, Int16Type, Int32Type, Int64Type, UInt8Type, UInt16Type, UInt32Type, UInt64Type};
 use arrow_schema::DataType;
-use futures::StreamExt;
+use futures::TryStreamExt;
 use looseleaf::filter::Predicate;
 use looseleaf::io::{ColumnPlan, IoPlan, RequestKind};
 use looseleaf::read::FilteredPlan;
@@ -345,13 +345,9 @@ impl PyFileReader {
     ) -> PyResult<PyBatches> {
         let read = self.read(columns, Rows::of(start, num_rows, None)?, options)?;
         let (schema, batches) = wait(py, async move {
-            let mut stream = read.stream().await?;
+            let stream = read.stream().await?;
             let schema = stream.schema().clone();
-            let mut batches = Vec::new();
-            while let Some(batch) = stream.next().await {
-                batches.push(batch?);
-            }
-            Ok::<_, looseleaf::Error>((schema, batches))
+            Ok::<_, looseleaf::Error>((schema, stream.try_collect().await?))
         })?
         .py_err()?;
         Ok(PyBatches::new(schema, batches))
