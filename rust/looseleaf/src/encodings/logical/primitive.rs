@@ -163,7 +163,7 @@ pub fn array_from_values(values: DataBlock, nulls: Option<NullBuffer>, data_type
         (_, DataBlock::FixedWidth(block)) if fixed_width_bits(data_type) == Some(block.bits_per_value) => {
             let data = ArrayDataBuilder::new(data_type.clone())
                 .len(num_values)
-                .add_buffer(block.data)
+                .add_buffer(aligned_to_width(block.data, block.bits_per_value))
                 .nulls(nulls)
                 .align_buffers(true)
                 .build()?;
@@ -176,6 +176,25 @@ pub fn array_from_values(values: DataBlock, nulls: Option<NullBuffer>, data_type
             bail!(corrupt, "a page of a {data_type} column decodes to an incompatible block ({})", block_kind(&other))
         }
     }
+}
+
+/// `data` (values of `bits_per_value` bits), copied if it does not start at a multiple of the
+/// value width (up to 16 bytes).
+///
+/// Arrow's validation (`align_buffers`) asks only for the alignment of the type's native
+/// struct, but its kernels may read the values at their full width: `take` of an
+/// `Interval(DayTime)` array (a struct of two `i32`, aligned to 4) views them as `i64` and
+/// panics on a buffer aligned to 4 only. A slice of a loaded page starts wherever the value
+/// lies in the file.
+fn aligned_to_width(data: Buffer, bits_per_value: u64) -> Buffer {
+    let width = usize::try_from(bits_per_value / 8).unwrap_or(usize::MAX).clamp(1, 16);
+    if !width.is_power_of_two() || data.as_ptr().align_offset(width) == 0 {
+        return data;
+    }
+    // Arrow's mutable buffers are aligned to 64 bytes.
+    let mut copy = arrow_buffer::MutableBuffer::with_capacity(data.len());
+    copy.extend_from_slice(data.as_slice());
+    copy.into()
 }
 
 fn block_kind(block: &DataBlock) -> &'static str {
@@ -362,6 +381,30 @@ pub fn rows_within(array: &dyn Array, budget: u64) -> usize {
 mod tests {
     use super::*;
     use arrow_array::{BinaryArray, Int32Array, LargeBinaryArray, LargeStringArray, StringArray, StringViewArray};
+
+    /// Values sliced out of a page at an offset aligned to 4 but not to their 8-byte width make
+    /// an array Arrow's kernels accept: `take` of a list of `Interval(DayTime)` copies the
+    /// items as `i64` (`MutableArrayData`), and panicked on such items before they were
+    /// aligned to the value width.
+    #[test]
+    fn fixed_width_values_off_their_width_are_aligned_for_arrow_kernels() {
+        let values: Vec<i32> = vec![0, 1, 2, 3, 4, 5, 6];
+        let page = Buffer::from_vec(values);
+        let block = FixedWidthBlock { data: page.slice(4), bits_per_value: 64, num_values: 3 };
+        assert_ne!(block.data.as_ptr().align_offset(8), 0, "the slice starts off an 8-byte boundary");
+        let kind = DataType::Interval(arrow_schema::IntervalUnit::DayTime);
+        // A null among the items: Arrow's list `take` then copies them with `MutableArrayData`.
+        let nulls = NullBuffer::from(vec![true, false, true]);
+        let items = array_from_values(DataBlock::FixedWidth(block), Some(nulls), &kind).unwrap();
+        let field = Arc::new(arrow_schema::Field::new("item", kind, true));
+        let offsets = arrow_buffer::OffsetBuffer::new(vec![0i32, 1, 3].into());
+        let lists = arrow_array::ListArray::new(field, offsets, items, None);
+        let taken = arrow_select::take::take(&lists, &arrow_array::UInt32Array::from(vec![1, 0]), None).unwrap();
+        let taken = taken.as_any().downcast_ref::<arrow_array::ListArray>().unwrap();
+        let items = taken.values().as_any().downcast_ref::<arrow_array::IntervalDayTimeArray>().unwrap();
+        let got: Vec<Option<(i32, i32)>> = items.iter().map(|v| v.map(|v| (v.days, v.milliseconds))).collect();
+        assert_eq!(got, vec![None, Some((5, 6)), Some((1, 2))]);
+    }
 
     /// The array of `offsets` over `data` as `kind`, or the error saying why not.
     fn strings(offsets: &[i32], data: &[u8], kind: &DataType) -> Result<ArrayRef> {
