@@ -14,7 +14,11 @@ use looseleaf::io::IoDepth;
 
 use std::sync::Arc;
 
-use arrow_array::{ArrayRef, Int64Array, NullArray, RecordBatch, RecordBatchOptions};
+use arrow_array::{
+    Array, ArrayRef, FixedSizeListArray, Float32Array, Float64Array, Int64Array, NullArray, RecordBatch,
+    RecordBatchOptions,
+};
+use arrow_buffer::NullBuffer;
 use arrow_schema::{DataType, Field, Schema, SchemaRef};
 use common::{
     ColumnGen, ValueMode, all_flat_types, assert_batch_sizes, assert_batches_equal, random_array, random_schema,
@@ -275,4 +279,51 @@ fn takes_of_large_pages_round_trip_cached_or_not() {
             assert_batches_equal(&taken, &common::reads::rows_of(&table, &indices), &format!("evicted {evicted}"));
         }
     });
+}
+
+/// Embedding-like vectors (fixed-size lists of floats, encoded ALP-RD) in small pages: batches
+/// that span pages are decoded into one buffer (`PageDecoder::decode_into`), and takes, row
+/// ranges and scans in batches that cut pages anywhere return the rows written, for float32
+/// and float64, with and without nulls (which take the piece-by-piece path).
+#[test]
+fn vectors_read_across_pages_round_trip() {
+    let mut rng = common::rng(23);
+    let num_rows = 6_000;
+    let dir = tempfile::tempdir().unwrap();
+    for (item, nullable) in [(DataType::Float32, false), (DataType::Float64, false), (DataType::Float32, true)] {
+        let dimension: i32 = 24;
+        let field = Arc::new(Field::new("v", item.clone(), false));
+        let values: Vec<f64> = (0..num_rows * dimension as usize)
+            .map(|_| (0..12).map(|_| rand::Rng::random_range(&mut rng, 0.0..1.0)).sum::<f64>() - 6.0)
+            .collect();
+        let values: ArrayRef = match item {
+            DataType::Float32 => Arc::new(Float32Array::from_iter_values(values.iter().map(|v| *v as f32))),
+            _ => Arc::new(Float64Array::from(values)),
+        };
+        let nulls = nullable.then(|| (0..num_rows).map(|i| i % 7 != 3).collect::<NullBuffer>());
+        let vectors = FixedSizeListArray::new(field, dimension, values, nulls);
+        let schema: SchemaRef = Arc::new(Schema::new(vec![Field::new("v", vectors.data_type().clone(), nullable)]));
+        let table = RecordBatch::try_new(schema.clone(), vec![Arc::new(vectors)]).unwrap();
+        let path = dir.path().join(format!("vectors_{item}_{nullable}.leaf"));
+        runtime().block_on(async {
+            write_file(&path, &schema, &split_randomly(&mut rng, &table, 2000), 32 * 1024).await;
+            let reader = FileReader::open_path(&path).await.unwrap();
+            let metadata = reader.metadata().await.unwrap();
+            let pages = &metadata.columns[0].pages;
+            assert!(pages.len() > 10, "{} pages", pages.len());
+            let alp_rd = pages.iter().filter(|p| p.encoding.contains("alp_rd")).count();
+            assert!(alp_rd * 2 > pages.len(), "{:?}", pages.iter().map(|p| &p.encoding).collect::<Vec<_>>());
+            let what = format!("{item}, nullable {nullable}");
+            let mut indices: Vec<u64> =
+                (0..700).map(|_| rand::Rng::random_range(&mut rng, 0..num_rows as u64)).collect();
+            indices.extend([0, num_rows as u64 - 1, indices[5]]);
+            let taken = reader.take(&indices, None).await.unwrap();
+            assert_batches_equal(&taken, &common::reads::rows_of(&table, &indices), &format!("take, {what}"));
+            let range = reader.read().with_row_range(1234..4321).with_batch_size(nz(1000));
+            let out = read_to_end(range).await.unwrap().concat();
+            assert_batches_equal(&out, &table.slice(1234, 4321 - 1234), &format!("row range, {what}"));
+            let out = read_to_end(reader.read().with_batch_size(nz(777))).await.unwrap().concat();
+            assert_batches_equal(&out, &table, &format!("scan, {what}"));
+        });
+    }
 }

@@ -54,6 +54,60 @@ pub trait PageDecoder: Send + Sync {
     /// # Errors
     /// [`crate::Error::Corrupt`] if the bytes do not decode.
     fn decode(&self, rows_to_skip: u64, num_rows: u64) -> Result<DataBlock>;
+
+    /// The layout of the rows [`decode_into`](Self::decode_into) writes, if this decoder can
+    /// write its rows straight into a caller's buffer (the default: it cannot).
+    ///
+    /// A batch that spans pages is then decoded into one buffer, instead of decoded page by
+    /// page and joined by a copy into new memory (a take's batch spans dozens of pages).
+    fn fixed_layout(&self) -> Option<FixedLayout> {
+        None
+    }
+
+    /// Writes rows `rows_to_skip..rows_to_skip + num_rows` into `out`, exactly the bytes of the
+    /// [`DataBlock`] [`decode`](Self::decode) would return (laid out as
+    /// [`fixed_layout`](Self::fixed_layout) says, no nulls). `out` holds exactly
+    /// `num_rows` × [`FixedLayout::row_bytes`] bytes and is aligned to the value width.
+    ///
+    /// # Errors
+    /// As [`decode`](Self::decode); [`crate::Error::Internal`] if the decoder has no fixed
+    /// layout or `out` is not as above.
+    fn decode_into(&self, rows_to_skip: u64, num_rows: u64, out: &mut [u8]) -> Result<()> {
+        let _ = (rows_to_skip, num_rows, out);
+        Err(crate::Error::internal("this page decoder does not write into a caller's buffer"))
+    }
+}
+
+/// How a [`PageDecoder`] with a fixed layout lays out its rows: values of `value_bits` bits
+/// back to back, `dimension` of them per row for fixed-size lists ([`DataBlock::FixedSizeList`]
+/// over [`DataBlock::FixedWidth`]), one per row otherwise ([`DataBlock::FixedWidth`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct FixedLayout {
+    /// Width of one value in bits (a multiple of 8).
+    pub value_bits: u64,
+    /// Values per row of a fixed-size list; `None` for one value per row.
+    pub dimension: Option<u64>,
+}
+
+impl FixedLayout {
+    /// Bytes of one row, or `None` if that overflows.
+    pub fn row_bytes(&self) -> Option<u64> {
+        (self.value_bits / 8).checked_mul(self.dimension.unwrap_or(1))
+    }
+
+    /// The block of `num_rows` rows whose bytes are `data`, as [`PageDecoder::decode`] returns it.
+    pub fn block(&self, data: arrow_buffer::Buffer, num_rows: u64) -> DataBlock {
+        let values_per_row = self.dimension.unwrap_or(1);
+        let values = DataBlock::FixedWidth(FixedWidthBlock {
+            data,
+            bits_per_value: self.value_bits,
+            num_values: num_rows * values_per_row,
+        });
+        match self.dimension {
+            Some(dimension) => DataBlock::FixedSizeList { dimension, values: Box::new(values) },
+            None => values,
+        }
+    }
 }
 
 /// Maps a run of rows of a decoder (numbered across all its scheduled ranges) onto the ranges.

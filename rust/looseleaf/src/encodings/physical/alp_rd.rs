@@ -26,7 +26,9 @@ use super::binary::aligned;
 use super::integers::{
     BLOCK, GROUP, block_bytes, blocks_for, for_each_block_group, pack_block, shared_block_spans, unpack_alone,
 };
-use crate::encodings::{DataBlock, FixedWidthBlock, PageDecoder, PageLoad, PageScheduler, SelectedRows, limits};
+use crate::encodings::{
+    DataBlock, FixedLayout, FixedWidthBlock, PageDecoder, PageLoad, PageScheduler, SelectedRows, limits,
+};
 use crate::error::{Result, bail, ensure};
 use crate::format::proto::{AlpRdEncoding, BufferLocation};
 use crate::io::PageIo;
@@ -249,29 +251,54 @@ impl PageDecoder for AlpRdDecoder {
 
     fn decode(&self, rows_to_skip: u64, num_rows: u64) -> Result<DataBlock> {
         let w = self.layout.value_bytes;
-        let pieces = self.rows.page_rows(rows_to_skip, num_rows)?;
         let len = limits::block_bytes(num_rows, w as u64, "ALP-RD values")?;
         let mut out = limits::try_buffer(len, "ALP-RD values")?;
         // SAFETY: not zeroed first: `decode_into` writes every value of `out` (the pieces cover
-        // the `num_rows` values exactly, see there) before anything reads them, and the value
-        // types have no invalid bit patterns.
+        // the `num_rows` values exactly, see `decode_pieces`) before anything reads them, and
+        // the value types have no invalid bit patterns.
         unsafe { out.set_len(len) };
-        match w {
-            4 => self.decode_into(&pieces, out.typed_data_mut::<u32>())?,
-            _ => self.decode_into(&pieces, out.typed_data_mut::<u64>())?,
-        }
+        self.decode_into(rows_to_skip, num_rows, out.as_slice_mut())?;
         Ok(DataBlock::FixedWidth(FixedWidthBlock {
             data: out.into(),
             bits_per_value: w as u64 * 8,
             num_values: num_rows,
         }))
     }
+
+    fn fixed_layout(&self) -> Option<FixedLayout> {
+        Some(FixedLayout { value_bits: self.layout.value_bytes as u64 * 8, dimension: None })
+    }
+
+    fn decode_into(&self, rows_to_skip: u64, num_rows: u64, out: &mut [u8]) -> Result<()> {
+        let pieces = self.rows.page_rows(rows_to_skip, num_rows)?;
+        let w = self.layout.value_bytes;
+        ensure!(
+            num_rows.checked_mul(w as u64) == Some(out.len() as u64),
+            internal,
+            "{num_rows} ALP-RD values asked into {} bytes",
+            out.len()
+        );
+        // SAFETY: any bytes are valid values of these integer types; `align_to_mut` puts in the
+        // middle only what is aligned, and the ends are checked empty.
+        let (head, ints32, tail32) = unsafe { out.align_to_mut::<u32>() };
+        if w == 4 && head.is_empty() && tail32.is_empty() {
+            return self.decode_pieces(&pieces, ints32);
+        }
+        // SAFETY: as above.
+        let (head, ints64, tail64) = unsafe { out.align_to_mut::<u64>() };
+        ensure!(
+            w == 8 && head.is_empty() && tail64.is_empty(),
+            internal,
+            "an ALP-RD output buffer is not aligned to its {w}-byte values"
+        );
+        self.decode_pieces(&pieces, ints64)
+    }
 }
 
 impl AlpRdDecoder {
     /// Writes the values of page rows `pieces` (in order) one after the other into `out`, which
     /// holds exactly as many values.
-    fn decode_into<T: Word>(&self, pieces: &[Range<u64>], out: &mut [T]) -> Result<()> {
+    fn decode_pieces<T: Word>(&self, pieces: &[Range<u64>], out: &mut [T]) -> Result<()> {
         let mut at = 0;
         for (span, members) in shared_block_spans(pieces) {
             let members = &pieces[members];

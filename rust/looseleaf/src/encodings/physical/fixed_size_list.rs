@@ -13,7 +13,7 @@
 use std::ops::Range;
 
 use super::PageContext;
-use crate::encodings::{DataBlock, PageDecoder, PageLoad, PageScheduler};
+use crate::encodings::{DataBlock, FixedLayout, PageDecoder, PageLoad, PageScheduler};
 use crate::error::{Error, Result, bail, ensure};
 use crate::format::proto::FixedSizeListEncoding;
 use crate::io::PageIo;
@@ -79,5 +79,20 @@ impl PageDecoder for FixedSizeListDecoder {
         let d = self.dimension;
         let values = self.values.decode(rows_to_skip * d, num_rows * d)?;
         Ok(DataBlock::FixedSizeList { dimension: d, values: Box::new(values) })
+    }
+
+    /// Lists of one fixed-width value per child row (not lists of lists).
+    fn fixed_layout(&self) -> Option<FixedLayout> {
+        match self.values.fixed_layout()? {
+            FixedLayout { value_bits, dimension: None } => {
+                Some(FixedLayout { value_bits, dimension: Some(self.dimension) })
+            }
+            FixedLayout { dimension: Some(_), .. } => None,
+        }
+    }
+
+    fn decode_into(&self, rows_to_skip: u64, num_rows: u64, out: &mut [u8]) -> Result<()> {
+        let d = self.dimension;
+        self.values.decode_into(rows_to_skip * d, num_rows * d, out)
     }
 }

@@ -3,11 +3,12 @@
 use arrow_schema::DataType;
 use futures::future::BoxFuture;
 
+use super::page_queue::PagePiece;
 use super::{DecodeTask, FieldDecoder, PageQueue};
-use crate::encodings::DataBlock;
 use crate::encodings::logical::block_to_array;
 use crate::encodings::logical::dictionary::concat_dictionaries;
-use crate::error::Result;
+use crate::encodings::{DataBlock, limits};
+use crate::error::{Error, Result};
 use crate::read::pages::ReadContext;
 
 /// Decodes a flat field from the pages of its one column.
@@ -41,6 +42,9 @@ impl FieldDecoder for PrimitiveFieldDecoder {
                             .collect::<Result<Vec<_>>>()?;
                         return concat_dictionaries(&arrays, &data_type);
                     }
+                    if let Some(block) = decode_into_one_buffer(&pieces)? {
+                        return block_to_array(block, &data_type);
+                    }
                     let blocks = pieces.iter().map(|p| p.decode()).collect::<Result<Vec<_>>>()?;
                     let block = if blocks.is_empty() {
                         DataBlock::AllNull { num_values: 0 }
@@ -54,4 +58,38 @@ impl FieldDecoder for PrimitiveFieldDecoder {
             Ok(task)
         })
     }
+}
+
+/// The rows of `pieces` (of several pages) decoded straight into one buffer, if every piece's
+/// decoder writes the same fixed layout ([`PageDecoder::fixed_layout`]); `None` otherwise (one
+/// piece, or pages of other layouts), for the caller to decode piece by piece and join.
+///
+/// The join is a copy of the whole batch into new memory: a 1,000-row take of the embeddings
+/// set spans 37 pages of vectors, and joining them was a fifth of the page faults of a
+/// process's first take.
+fn decode_into_one_buffer(pieces: &[PagePiece]) -> Result<Option<DataBlock>> {
+    let [first, rest @ ..] = pieces else { return Ok(None) };
+    if rest.is_empty() {
+        return Ok(None);
+    }
+    let Some(layout) = first.page.fixed_layout() else { return Ok(None) };
+    if rest.iter().any(|p| p.page.fixed_layout() != Some(layout)) {
+        return Ok(None);
+    }
+    let row_bytes = layout.row_bytes().ok_or_else(|| Error::corrupt("fixed-size rows wider than memory"))?;
+    let num_rows = pieces.iter().try_fold(0u64, |total, p| total.checked_add(p.len));
+    let num_rows = num_rows.ok_or_else(|| Error::corrupt("more rows in a batch than fit a count"))?;
+    let len = limits::block_bytes(num_rows, row_bytes, "fixed-width values")?;
+    let mut out = limits::try_buffer(len, "fixed-width values")?;
+    // SAFETY: not zeroed first: the pieces' `decode_into` write every byte (each its
+    // `len * row_bytes`, one after the other, `num_rows * row_bytes` in all) before anything
+    // reads them, and the values are plain integers or floats, valid for any bytes.
+    unsafe { out.set_len(len) };
+    let mut at = 0;
+    for piece in pieces {
+        let bytes = (piece.len * row_bytes) as usize;
+        piece.page.decode_into(piece.skip, piece.len, &mut out.as_slice_mut()[at..at + bytes])?;
+        at += bytes;
+    }
+    Ok(Some(layout.block(out.into(), num_rows)))
 }
