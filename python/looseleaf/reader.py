@@ -37,9 +37,11 @@ class ReadOptions(TypedDict, total=False):
     """Keyword options of :func:`open` and of every read method.
 
     - ``batch_size``: rows per output batch; unrelated to the page size. By default 65,536
-      (32,768 with ``dictionary_columns``, so that keys stay ``int16``), or fewer for wide rows
-      (as many as fit in 2 MiB of stored data), so batches stay small; a short read gets at
-      least four batches per decode thread (down to 8,192 rows), so that none waits idle.
+      (32,768 with ``dictionary_columns``, so that keys stay ``int16``), or fewer for wide
+      columns and rows (as many as fit in 2 MiB of the widest column's stored data and in
+      64 MiB of the whole row's), so batches stay within a page of each column and bounded in
+      memory; a short read gets at least four batches per decode thread (down to 8,192 rows),
+      so that none waits idle.
     - ``io_depth``: reads in flight at once: a number, or ``"auto"`` to find the depth where
       throughput stops rising (and back off when the store throttles). Default: 8 for local
       files and memory, ``"auto"`` between 8 and 256 for object stores.

@@ -268,6 +268,7 @@ impl PyFileReader {
         out.set_item("batch_size", options.batch_size.map(|n| n.get()))?;
         out.set_item("default_batch_size", looseleaf::DEFAULT_BATCH_SIZE.get())?;
         out.set_item("default_batch_bytes", looseleaf::DEFAULT_BATCH_BYTES.get())?;
+        out.set_item("default_batch_max_bytes", looseleaf::DEFAULT_BATCH_MAX_BYTES.get())?;
         crate::options::set_depth(&out, io.depth)?;
         out.set_item("io_buffer_bytes", io.buffer.get())?;
         out.set_item("dictionary_columns", options.dictionary_columns.clone())?;

@@ -58,6 +58,16 @@ impl std::fmt::Debug for FileReader {
     }
 }
 
+/// The average stored bytes of a row of the columns a read projects (see
+/// `read_builder::default_batch_size`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct RowBytes {
+    /// Of all the columns.
+    pub total: u64,
+    /// Of the widest column alone.
+    pub widest_column: u64,
+}
+
 impl FileReader {
     /// Opens the file behind `reader`.
     ///
@@ -299,11 +309,15 @@ impl FileReader {
     pub(crate) async fn field_schedulers(
         &self,
         fields: &[FieldColumns],
-    ) -> Result<(Vec<Arc<dyn FieldScheduler>>, u64)> {
+    ) -> Result<(Vec<Arc<dyn FieldScheduler>>, RowBytes)> {
         let columns: Vec<u32> = fields.iter().flat_map(|f| f.columns()).collect();
         let pages = self.load_columns(&columns).await?;
-        let bytes: u64 = columns.iter().filter_map(|c| pages.get(c)).map(|c| c.num_bytes()).sum();
-        let row_bytes = bytes / self.num_rows().max(1);
+        let rows = self.num_rows().max(1);
+        let column_bytes = || columns.iter().filter_map(|c| pages.get(c)).map(|c| c.num_bytes());
+        let row_bytes = RowBytes {
+            total: column_bytes().sum::<u64>() / rows,
+            widest_column: column_bytes().max().unwrap_or(0) / rows,
+        };
         let schedulers =
             fields.iter().map(|tree| field_scheduler(tree, &pages, self.num_rows())).collect::<Result<_>>()?;
         Ok((schedulers, row_bytes))

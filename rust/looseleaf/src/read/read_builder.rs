@@ -27,7 +27,7 @@ use super::batch_plan::{BatchPlan, column_spans};
 use super::decode_stream::{DecodeBatchStream, compact, concat_steps, gather_rows, steps_in_flight};
 use super::field_decoder::field_decoder;
 use super::field_scheduler::RowPriority;
-use super::file_reader::FileReader;
+use super::file_reader::{FileReader, RowBytes};
 use super::filtered_read::{FilterCounts, FilterStats, FilteredPlan};
 use super::metrics::{ReadMetrics, ReadTimings};
 use super::pages::ReadContext;
@@ -37,7 +37,7 @@ use crate::error::{Result, bail, ensure};
 use crate::filter::Predicate;
 use crate::format::schema::{FieldColumns, Layout};
 use crate::io::{EncodingsIo, IoBudget, IoOptions, IoPlan, IoScheduler, IoStats, PlanningIo};
-use crate::options::{DEFAULT_BATCH_BYTES, ReadOptions};
+use crate::options::{DEFAULT_BATCH_BYTES, DEFAULT_BATCH_MAX_BYTES, ReadOptions};
 use crate::trace::{SpanKind, Trace, TraceInfo};
 
 /// Which rows a read wants, as given (checked against the file when the read starts).
@@ -572,14 +572,17 @@ const MIN_BATCHES_PER_THREAD: u64 = 4;
 const MIN_SPLIT_ROWS: u64 = 8192;
 
 /// The default batch size of a read of `rows` rows of `row_bytes` stored bytes, decoded
-/// `parallelism` batches at once: as many rows as fit in [`DEFAULT_BATCH_BYTES`], at most
-/// `most`, and few enough that every decode thread gets [`MIN_BATCHES_PER_THREAD`] batches
-/// (down to [`MIN_SPLIT_ROWS`] rows). A short read in large batches leaves threads idle: the
+/// `parallelism` batches at once: as many rows as fit in [`DEFAULT_BATCH_BYTES`] of the widest
+/// column and in [`DEFAULT_BATCH_MAX_BYTES`] of the whole row, at most `most`, and few enough
+/// that every decode thread gets [`MIN_BATCHES_PER_THREAD`] batches (down to
+/// [`MIN_SPLIT_ROWS`] rows). A short read in large batches leaves threads idle: the
 /// embeddings projection (`id, caption`, 100,000 rows) made three batches for two threads, the
 /// third decoded alone (4.3–4.6 ms against 3.7–3.9 ms in eight batches).
-fn default_batch_size(row_bytes: u64, rows: u64, parallelism: NonZeroUsize, most: NonZeroUsize) -> NonZeroUsize {
+fn default_batch_size(row_bytes: RowBytes, rows: u64, parallelism: NonZeroUsize, most: NonZeroUsize) -> NonZeroUsize {
     let share = rows.div_ceil(MIN_BATCHES_PER_THREAD * parallelism.get() as u64).max(MIN_SPLIT_ROWS);
-    let rows = (DEFAULT_BATCH_BYTES.get() / row_bytes.max(1)).min(most.get() as u64).min(share);
+    let by_column = DEFAULT_BATCH_BYTES.get() / row_bytes.widest_column.max(1);
+    let by_row = DEFAULT_BATCH_MAX_BYTES.get() / row_bytes.total.max(1);
+    let rows = by_column.min(by_row).min(most.get() as u64).min(share);
     NonZeroUsize::new(rows as usize).unwrap_or(NonZeroUsize::MIN)
 }
 
@@ -694,15 +697,24 @@ mod tests {
     fn default_batches_fit_their_bytes_and_give_every_thread_work() {
         let two = NonZeroUsize::new(2).unwrap();
         let most = crate::options::DEFAULT_BATCH_SIZE;
+        let one_column = |bytes| RowBytes { total: bytes, widest_column: bytes };
         let size = |row_bytes, rows| default_batch_size(row_bytes, rows, two, most).get();
         // A long read of narrow rows: the most rows a batch takes.
-        assert_eq!(size(8, 10_000_000), most.get());
-        // Wide rows: as many as fit in the batch bytes.
-        assert_eq!(size(3_000, 10_000_000), (DEFAULT_BATCH_BYTES.get() / 3_000) as usize);
+        assert_eq!(size(one_column(8), 10_000_000), most.get());
+        // A wide column: as many rows as fit in a column's batch bytes.
+        assert_eq!(size(one_column(3_000), 10_000_000), (DEFAULT_BATCH_BYTES.get() / 3_000) as usize);
+        let embeddings = RowBytes { total: 3_010, widest_column: 3_000 };
+        assert_eq!(size(embeddings, 10_000_000), (DEFAULT_BATCH_BYTES.get() / 3_000) as usize);
+        // Many narrow columns: bounded by the row's bytes only, not by a column's.
+        let wide = RowBytes { total: 3_000, widest_column: 8 };
+        assert_eq!(size(wide, 10_000_000), (DEFAULT_BATCH_MAX_BYTES.get() / 3_000) as usize);
+        let wider = RowBytes { total: 60_000, widest_column: 8 };
+        assert_eq!(size(wider, 10_000_000), (DEFAULT_BATCH_MAX_BYTES.get() / 60_000) as usize);
         // A short read: four batches per thread, not fewer than the split floor.
-        assert_eq!(size(62, 100_000), 12_500);
-        assert_eq!(size(62, 20_000), MIN_SPLIT_ROWS as usize);
-        assert_eq!(size(1, 1), MIN_SPLIT_ROWS as usize);
-        assert_eq!(default_batch_size(u64::MAX, 5, two, most).get(), 1);
+        assert_eq!(size(one_column(62), 100_000), 12_500);
+        assert_eq!(size(wide, 100_000), 12_500);
+        assert_eq!(size(one_column(62), 20_000), MIN_SPLIT_ROWS as usize);
+        assert_eq!(size(one_column(1), 1), MIN_SPLIT_ROWS as usize);
+        assert_eq!(default_batch_size(one_column(u64::MAX), 5, two, most).get(), 1);
     }
 }
