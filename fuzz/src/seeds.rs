@@ -527,6 +527,27 @@ fn tables() -> Vec<(&'static str, RecordBatch, WriterOptions)> {
             .with_encoding_policy("f", forced(EncodingKind::AlpRd))
             .with_encoding_policy("g", forced(EncodingKind::AlpRd)),
     ));
+    seeds.push((
+        "alp",
+        batch(vec![
+            (
+                "f",
+                Arc::new(arrow_array::Float64Array::from_iter((0..n).map(|i| {
+                    (i % 7 != 2).then(|| if i % 50 == 3 { f64::NAN } else { rng.below(100_000) as f64 / 100.0 })
+                }))),
+                true,
+            ),
+            (
+                "g",
+                Arc::new(arrow_array::Float32Array::from_iter_values((0..n).map(|_| rng.below(5000) as f32 / 10.0))),
+                false,
+            ),
+        ]),
+        // Exceptions (NaN) and nulls in "f"; "g" without either.
+        WriterOptions::default()
+            .with_encoding_policy("f", forced(EncodingKind::Alp))
+            .with_encoding_policy("g", forced(EncodingKind::Alp)),
+    ));
     let mixed = |rng: &mut Rng| {
         batch(vec![
             ("i", Arc::new(ints(rng, n, 100, 10)), true),

@@ -85,8 +85,8 @@ pub use error::{Error, Result, SourceError};
 pub use format::proto::Compression;
 pub use io::{IoBudget, IoOptions, IoPlan, IoStats};
 pub use options::{
-    ByteCount, DEFAULT_BATCH_BYTES, DEFAULT_BATCH_MAX_BYTES, DEFAULT_BATCH_SIZE, DEFAULT_DICTIONARY_BATCH_SIZE, OptionValue,
-    READ_OPTION_NAMES, ReadOptions,
+    ByteCount, DEFAULT_BATCH_BYTES, DEFAULT_BATCH_MAX_BYTES, DEFAULT_BATCH_SIZE, DEFAULT_DICTIONARY_BATCH_SIZE,
+    OptionValue, READ_OPTION_NAMES, ReadOptions,
 };
 pub use read::metrics::ReadTimings;
 pub use read::{

@@ -25,7 +25,7 @@ use arrow_buffer::{BooleanBuffer, Buffer, MutableBuffer};
 use arrow_schema::DataType;
 
 use super::physical::integers::{BLOCK, bits_needed, read_int, write_int};
-use super::physical::{alp_rd, bitpacked, delta, encode_block, fsst};
+use super::physical::{alp, alp_rd, bitpacked, delta, encode_block, fsst};
 use super::{DataBlock, FixedWidthBlock, VariableWidthBlock};
 use crate::error::{Error, Result, bail};
 use crate::format::proto::{self, encoding::Kind};
@@ -52,11 +52,13 @@ pub enum EncodingKind {
     Fsst,
     /// Floats split into coded high bits and packed low bits (ALP-RD).
     AlpRd,
+    /// Floats that are decimals, as integers (ALP).
+    Alp,
 }
 
 impl EncodingKind {
     /// Every encoding a policy can name.
-    pub const ALL: [EncodingKind; 8] = [
+    pub const ALL: [EncodingKind; 9] = [
         Self::Plain,
         Self::Constant,
         Self::Bitpacked,
@@ -65,10 +67,11 @@ impl EncodingKind {
         Self::Dictionary,
         Self::Fsst,
         Self::AlpRd,
+        Self::Alp,
     ];
 
     /// The name used in options (`plain`, `constant`, `bitpacked`, `delta`, `rle`, `dictionary`,
-    /// `fsst`, `alp_rd`).
+    /// `fsst`, `alp_rd`, `alp`).
     pub fn name(self) -> &'static str {
         match self {
             Self::Plain => "plain",
@@ -79,6 +82,7 @@ impl EncodingKind {
             Self::Dictionary => "dictionary",
             Self::Fsst => "fsst",
             Self::AlpRd => "alp_rd",
+            Self::Alp => "alp",
         }
     }
 }
@@ -96,6 +100,7 @@ impl FromStr for EncodingKind {
             "dictionary" | "dict" => Self::Dictionary,
             "fsst" => Self::Fsst,
             "alp_rd" | "alprd" => Self::AlpRd,
+            "alp" => Self::Alp,
             other => {
                 let known: Vec<&str> = Self::ALL.iter().map(|kind| kind.name()).collect();
                 return Err(Error::invalid_argument(format!(
@@ -354,14 +359,24 @@ impl PageEncoder {
             {
                 return encode_dictionary(DataBlock::FixedWidth(values), self, buffers, policy);
             }
-            // Plain unless ALP-RD saves a tenth of it.
-            if self.kind == ValueKind::Float
-                && policy.allows(EncodingKind::AlpRd)
-                && let Some(split) = alp_rd::choose(&values)
-                && split.estimated_bytes * 10 < plain * 9
-                && let Some(encoding) = alp_rd::encode(&values, &split, plain * 9 / 10, buffers)?
-            {
-                return Ok(node(Kind::AlpRd(encoding)));
+            // Plain unless ALP or ALP-RD saves a tenth of it: ALP if estimated smaller.
+            if self.kind == ValueKind::Float {
+                let split = policy.allows(EncodingKind::AlpRd).then(|| alp_rd::choose(&values)).flatten();
+                let split_bytes = split.as_ref().map_or(u64::MAX, |split| split.estimated_bytes);
+                if policy.allows(EncodingKind::Alp)
+                    && let Some(choice) = alp::choose(&values)
+                    && choice.estimated_bytes * 10 < plain * 9
+                    && choice.estimated_bytes < split_bytes
+                    && let Some(encoding) = encode_alp(&values, &choice, plain * 9 / 10, buffers, policy)?
+                {
+                    return Ok(node(Kind::Alp(encoding)));
+                }
+                if let Some(split) = split
+                    && split.estimated_bytes * 10 < plain * 9
+                    && let Some(encoding) = alp_rd::encode(&values, &split, plain * 9 / 10, buffers)?
+                {
+                    return Ok(node(Kind::AlpRd(encoding)));
+                }
             }
         }
         encode_block(DataBlock::FixedWidth(values), buffers)
@@ -686,10 +701,43 @@ fn force_fixed(
                 None => bail!(internal, "ALP-RD refused a page without a size limit"),
             }
         }
+        (EncodingKind::Alp, None) if encoder.kind == ValueKind::Float => {
+            let Some(choice) = alp::choose(&values) else {
+                bail!(invalid, "ALP stores float32 and float64 values only");
+            };
+            match encode_alp(&values, &choice, u64::MAX, buffers, policy)? {
+                Some(encoding) => Ok(node(Kind::Alp(encoding))),
+                None => bail!(internal, "ALP refused a page without a size limit"),
+            }
+        }
         (EncodingKind::Rle, _) => encode_rle(DataBlock::FixedWidth(values), encoder, buffers, policy),
         (EncodingKind::Dictionary, _) => encode_dictionary(DataBlock::FixedWidth(values), encoder, buffers, policy),
         (other, _) => bail!(invalid, "the {} encoding cannot store these values", other.name()),
     }
+}
+
+/// ALP with `choice`, if its buffers take at most `limit` bytes (else nothing is added to
+/// `buffers`). The integers are encoded as a page of integers would be, but never run-length or
+/// dictionary encoded: those would decode to something other than one integer per row.
+fn encode_alp(
+    values: &FixedWidthBlock,
+    choice: &alp::AlpChoice,
+    limit: u64,
+    buffers: &mut Vec<Buffer>,
+    policy: &EncodingPolicy,
+) -> Result<Option<proto::AlpEncoding>> {
+    let mut integers_policy = policy.nested();
+    integers_policy.forbid.extend([EncodingKind::Rle, EncodingKind::Dictionary]);
+    let before = buffers.len();
+    let encoding = alp::encode(values, choice, buffers, |integers, buffers| {
+        encode_integers(integers, true, &integers_policy, buffers)
+    })?;
+    let bytes: u64 = buffers[before..].iter().map(|buffer| buffer.len() as u64).sum();
+    if bytes > limit {
+        buffers.truncate(before);
+        return Ok(None);
+    }
+    Ok(Some(encoding))
 }
 
 /// Run-length: the run values (encoded by `encoder`) and the run ends (as 32-bit integers).

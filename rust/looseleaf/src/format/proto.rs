@@ -254,7 +254,7 @@ pub struct BufferLocation {
 #[derive(Clone, PartialEq, prost::Message)]
 pub struct Encoding {
     /// Which encoding, with its parameters and children.
-    #[prost(oneof = "encoding::Kind", tags = "1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13")]
+    #[prost(oneof = "encoding::Kind", tags = "1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14")]
     pub kind: Option<encoding::Kind>,
 }
 
@@ -302,6 +302,9 @@ pub mod encoding {
         /// Floats split into a coded left part and bit-packed right part (ALP-RD, format 2.2).
         #[prost(message, tag = "13")]
         AlpRd(super::AlpRdEncoding),
+        /// Floats that are decimals, as integers times a power of ten (ALP, format 2.3).
+        #[prost(message, tag = "14")]
+        Alp(super::AlpEncoding),
     }
 }
 
@@ -470,6 +473,35 @@ pub struct FsstEncoding {
     /// them a scan decompresses a batch's codes in one pass; without, value by value.
     #[prost(message, optional, boxed, tag = "3")]
     pub decoded_lengths: Option<Box<Encoding>>,
+}
+
+/// Floats that are decimals (ALP): each value `v` as the integer `n = round(v × 10^exponent ×
+/// 10^-factor)`, read back as `n × 10^factor × 10^-exponent` in the values' own float type.
+/// Values that do not come back bit for bit are exceptions, stored as they are with their row
+/// (their integer is any other of the page's).
+#[derive(Clone, PartialEq, prost::Message)]
+pub struct AlpEncoding {
+    /// Width of a value in bytes: 4 (float32) or 8 (float64); also the integers' width.
+    #[prost(uint32, tag = "1")]
+    pub value_bytes: u32,
+    /// `e`, at most 10 for float32 and 18 for float64.
+    #[prost(uint32, tag = "2")]
+    pub exponent: u32,
+    /// `f`, at most `exponent`.
+    #[prost(uint32, tag = "3")]
+    pub factor: u32,
+    /// The integers, one per row: signed, `value_bytes` wide.
+    #[prost(message, optional, boxed, tag = "4")]
+    pub integers: Option<Box<Encoding>>,
+    /// Number of exceptions.
+    #[prost(uint64, tag = "5")]
+    pub num_exceptions: u64,
+    /// Index of the buffer of exception rows: `num_exceptions` little-endian `u32`s, increasing.
+    #[prost(uint32, tag = "6")]
+    pub exception_rows_buffer: u32,
+    /// Index of the buffer of exception values: `num_exceptions` little-endian floats.
+    #[prost(uint32, tag = "7")]
+    pub exception_values_buffer: u32,
 }
 
 /// Floats split in two (ALP-RD): the high `value_bytes × 8 − right_bits` bits of each value (its

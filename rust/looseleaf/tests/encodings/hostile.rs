@@ -57,12 +57,21 @@ fn hostile_columns(rng: &mut StdRng) -> Vec<(String, EncodingPolicy, ArrayRef)> 
             ),
         ),
         ("alp_rd".into(), forced_flat(EncodingKind::AlpRd), alp_rd_floats(rng)),
+        ("alp".into(), forced(EncodingKind::Alp), alp_floats(rng)),
         (
             "strings".into(),
             EncodingPolicy::plain_only(),
             bytes_array(&DataType::Binary, &bytes_values(rng, n, BytesShape::Random, false), None),
         ),
     ]
+}
+
+/// Prices with two decimals and a NaN every 100 rows: an ALP page (bit-packed integers) with
+/// exceptions.
+fn alp_floats(rng: &mut StdRng) -> ArrayRef {
+    Arc::new(arrow_array::Float64Array::from_iter_values(
+        (0..HOSTILE_ROWS).map(|i| if i % 100 == 7 { f64::NAN } else { rng.random_range(0..100_000) as f64 / 100.0 }),
+    ))
 }
 
 /// Normal float32s with a large value every 100 rows: an ALP-RD page with exceptions.
@@ -799,6 +808,23 @@ impl Mutator {
                 self.u64(num_exceptions);
                 self.u32(exception_rows_buffer);
                 self.u32(exception_left_parts_buffer);
+            }
+            Some(Kind::Alp(AlpEncoding {
+                value_bytes,
+                exponent,
+                factor,
+                integers,
+                num_exceptions,
+                exception_rows_buffer,
+                exception_values_buffer,
+            })) => {
+                self.u32(value_bytes);
+                self.u32(exponent);
+                self.u32(factor);
+                self.child(integers);
+                self.u64(num_exceptions);
+                self.u32(exception_rows_buffer);
+                self.u32(exception_values_buffer);
             }
         }
     }

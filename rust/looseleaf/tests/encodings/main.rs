@@ -219,6 +219,7 @@ fn encoded_as(describe: &str, kind: EncodingKind) -> bool {
         EncodingKind::Dictionary => values.starts_with("dictionary("),
         EncodingKind::Fsst => values.starts_with("fsst("),
         EncodingKind::AlpRd => values.starts_with("alp_rd("),
+        EncodingKind::Alp => values.starts_with("alp("),
     }
 }
 
@@ -231,7 +232,7 @@ fn forced(kind: EncodingKind) -> EncodingPolicy {
 fn forced_flat(kind: EncodingKind) -> EncodingPolicy {
     use EncodingKind::*;
     let forbid =
-        [Constant, Bitpacked, Delta, Rle, Dictionary, Fsst, AlpRd].into_iter().filter(|k| *k != kind).collect();
+        [Constant, Bitpacked, Delta, Rle, Dictionary, Fsst, AlpRd, Alp].into_iter().filter(|k| *k != kind).collect();
     EncodingPolicy { force: Some(kind), forbid }
 }
 
@@ -460,6 +461,8 @@ enum FloatShape {
     Constant,
     /// Standard normal values (embeddings), with a few random bit patterns among them.
     Normal,
+    /// Decimals (prices with 0 to 3 digits after the point), with a few specials among them.
+    Decimals,
 }
 
 fn float_array(
@@ -485,6 +488,16 @@ fn float_array(
             }
             FloatShape::Constant => bits.push(constant),
             FloatShape::Normal if rng.random_bool(0.002) => bits.push(rng.random()),
+            FloatShape::Decimals if rng.random_bool(0.01) => bits.push(*specials.choose(rng).unwrap()),
+            FloatShape::Decimals => {
+                let digits = rng.random_range(0..=3);
+                let x = rng.random_range(-100_000i64..1_000_000) as f64 / 10f64.powi(digits);
+                bits.push(match width {
+                    2 => half::f16::from_f64(x).to_bits() as u64,
+                    4 => (x as f32).to_bits() as u64,
+                    _ => x.to_bits(),
+                });
+            }
             FloatShape::Normal => {
                 // Box-Muller.
                 let (u, v): (f64, f64) = (1.0 - rng.random::<f64>(), rng.random());
@@ -692,6 +705,7 @@ fn shaped_array(rng: &mut StdRng, data_type: &DataType, len: usize) -> (String, 
                 FloatShape::Runs,
                 FloatShape::Constant,
                 FloatShape::Normal,
+                FloatShape::Decimals,
             ]
             .choose(rng)
             .unwrap();
@@ -838,9 +852,10 @@ fn columns_for(rng: &mut StdRng, kind: EncodingKind, len: usize) -> Vec<(String,
                 }
             }
         }
-        EncodingKind::AlpRd => {
+        EncodingKind::AlpRd | EncodingKind::Alp => {
             for t in [DataType::Float32, DataType::Float64] {
                 for shape in [
+                    FloatShape::Decimals,
                     FloatShape::Normal,
                     FloatShape::RandomBits,
                     FloatShape::Specials,

@@ -88,6 +88,13 @@ async fn forced_alp_rd_round_trips() {
     forced_round_trip(42, EncodingKind::AlpRd, 20, 1, true).await;
 }
 
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn forced_alp_round_trips() {
+    forced_round_trip(43, EncodingKind::Alp, 5000, 8 * 1024, true).await;
+    forced_round_trip(44, EncodingKind::Alp, 3000, 64 * MIB, false).await;
+    forced_round_trip(45, EncodingKind::Alp, 20, 1, true).await;
+}
+
 /// The automatic choice for floats: normal float32s (embeddings, as fixed-size lists and alone,
 /// with nulls) are split with ALP-RD at least a tenth smaller than plain; random bit patterns
 /// stay plain. Rows are read back through every read path.

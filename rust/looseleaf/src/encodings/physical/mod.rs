@@ -20,7 +20,9 @@
 //! | [`dictionary`] | indices, dictionary (children) | an index's cost plus the whole dictionary (small by choice) |
 //! | [`fsst`] | symbol table, codes (a binary child) | the symbol table plus a binary read |
 //! | [`alp_rd`] | blocks of 1024 (codes, right parts), exceptions | one block and the page's exceptions |
+//! | [`alp`] | exceptions + the integers' (a child) | the integer's cost plus the page's exceptions |
 
+pub mod alp;
 pub mod alp_rd;
 pub mod binary;
 pub mod bitmap;
@@ -106,6 +108,7 @@ pub fn page_scheduler(encoding: Option<&proto::Encoding>, page: &PageContext) ->
         Kind::Dictionary(dictionary) => Box::new(dictionary::DictionaryScheduler::try_new(dictionary, page)?),
         Kind::Fsst(fsst) => Box::new(fsst::FsstScheduler::try_new(fsst, page)?),
         Kind::AlpRd(alp_rd) => Box::new(alp_rd::AlpRdScheduler::try_new(alp_rd, page)?),
+        Kind::Alp(alp) => Box::new(alp::AlpScheduler::try_new(alp, page)?),
     })
 }
 
@@ -239,6 +242,10 @@ fn collect_stored(encoding: Option<&proto::Encoding>, used: &mut std::collection
             used.extend([a.blocks_buffer, a.exception_rows_buffer, a.exception_left_parts_buffer]);
             a.left_parts.len() as u64
         }
+        Kind::Alp(a) => {
+            used.extend([a.exception_rows_buffer, a.exception_values_buffer]);
+            collect_stored(a.integers.as_deref(), used)
+        }
     }
 }
 
@@ -289,5 +296,6 @@ pub fn describe(encoding: Option<&proto::Encoding>) -> String {
         Some(Kind::AlpRd(a)) => {
             format!("alp_rd({}+{})", a.value_bytes.saturating_mul(8).saturating_sub(a.right_bits), a.right_bits)
         }
+        Some(Kind::Alp(a)) => format!("alp(e={}, f={}, {})", a.exponent, a.factor, describe(a.integers.as_deref())),
     }
 }
