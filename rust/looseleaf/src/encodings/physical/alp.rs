@@ -397,6 +397,9 @@ impl PageDecoder for AlpDecoder {
             Ok(buffer) => copy_aligned(buffer.as_slice(), len)?,
             Err(shared) => copy_aligned(shared.as_slice(), len)?,
         };
+        // Exactly the values' bytes before viewing them as words: a longer buffer whose length
+        // is not a multiple of the width would make the typed view panic.
+        out.truncate(len);
         let (exponent, factor) = (self.exponent as usize, self.factor as usize);
         match w {
             8 => {
@@ -414,7 +417,6 @@ impl PageDecoder for AlpDecoder {
                 self.patch(rows_to_skip, num_rows, values, |bits| bits as u32)?;
             }
         }
-        out.truncate(len);
         Ok(DataBlock::FixedWidth(FixedWidthBlock {
             data: out.into(),
             bits_per_value: w as u64 * 8,
