@@ -3,6 +3,7 @@ identically (pyarrow is the source of truth) through every read path."""
 
 from __future__ import annotations
 
+import os
 import random
 
 import pyarrow as pa
@@ -162,6 +163,61 @@ def test_alp_rd_can_be_forced_on_floats_only(tmp_path):
     ints = pa.table({"i": pa.array(range(100))})
     with pytest.raises(looseleaf.InvalidArgumentError, match="alp_rd"):
         looseleaf.write_table(ints, tmp_path / "ints.leaf", encodings={"i": "alp_rd"})
+
+
+def text_of_words(rng, n: int, vocabulary_size: int = 2000) -> list[str]:
+    """`n` values of 0 to 11 Zipf-distributed words, 2% of them ending in random characters."""
+    letters = [rng.integers(0, 26, rng.integers(1, 12)) for _ in range(vocabulary_size)]
+    vocabulary = ["".join(chr(97 + int(c)) for c in word) for word in letters]
+    ranks = rng.zipf(1.3, n * 12) % vocabulary_size
+    values, at = [], 0
+    for length in rng.integers(0, 12, n):
+        words = " ".join(vocabulary[r] for r in ranks[at : at + length])
+        if rng.random() < 0.02:
+            words += "".join(chr(int(c)) for c in rng.integers(0x20, 0x2FF, 5))
+        values.append(words)
+        at += length
+    return values
+
+
+@settings(max_examples=20, deadline=None)
+@given(seed=st.integers(0, 2**32 - 1), page_size=st.sampled_from([64, 4096, 65536]), data=st.data())
+def test_text_forced_to_onpair_reads_back(tmp_path_factory, seed, page_size, data):
+    """Text with nulls, empty values and non-ASCII characters, as strings and binaries with
+    OnPair forced, reads back equal on every path."""
+    import numpy as np
+
+    rng = np.random.default_rng(seed)
+    n = data.draw(st.integers(1, 3000))
+    values = text_of_words(rng, n)
+    binaries = pa.array([v.encode() for v in values], pa.large_binary())
+    table = pa.table({"s": pa.array(values, mask=rng.random(n) < 0.1), "b": binaries})
+    path = tmp_path_factory.mktemp("onpair") / "t.leaf"
+    looseleaf.write_table(table, path, page_size=page_size, encodings={"*": "onpair"})
+    reader = looseleaf.open(path)
+    stored = ("onpair(", "nullable(onpair(", "all_null")
+    for column in reader.metadata["columns"]:
+        assert all(p["encoding"].startswith(stored) for p in column["pages"])
+    assert reader.to_table().equals(table)
+    start = data.draw(st.integers(0, n))
+    length = data.draw(st.integers(0, n - start))
+    assert reader.read_range(start, length, batch_size=97).read_all().equals(table.slice(start, length))
+    indices = data.draw(st.lists(st.integers(0, n - 1), max_size=50))
+    assert reader.take(indices).equals(table.take(pa.array(indices, pa.int64())))
+
+
+def test_text_of_words_is_stored_with_onpair_smaller_than_fsst(tmp_path):
+    import numpy as np
+
+    values = text_of_words(np.random.default_rng(3), 60_000)
+    table = pa.table({"s": values})
+    looseleaf.write_table(table, tmp_path / "auto.leaf")
+    looseleaf.write_table(table, tmp_path / "fsst.leaf", encodings={"*": {"forbid": ["onpair"]}})
+    auto, fsst = looseleaf.open(tmp_path / "auto.leaf"), looseleaf.open(tmp_path / "fsst.leaf")
+    assert auto.metadata["columns"][0]["pages"][0]["encoding"].startswith("onpair(")
+    assert fsst.metadata["columns"][0]["pages"][0]["encoding"].startswith("fsst(")
+    assert os.path.getsize(tmp_path / "auto.leaf") < 0.8 * os.path.getsize(tmp_path / "fsst.leaf")
+    assert auto.to_table().equals(table)
 
 
 @settings(max_examples=12, deadline=None)

@@ -20,8 +20,10 @@ from strategies import (
 )
 
 # FSST cannot be forced (a page it does not compress is refused): forbidding dictionaries leaves
-# it to the writer where it pays.
-STRING_ENCODINGS = st.sampled_from([None, "plain", "dictionary", {"forbid": ["dictionary"]}])
+# it to the writer where it pays. OnPair stores any page.
+STRING_ENCODINGS = st.sampled_from(
+    [None, "plain", "dictionary", "onpair", {"forbid": ["dictionary", "onpair"]}]
+)
 
 
 def as_views(table: pa.Table) -> pa.Table:

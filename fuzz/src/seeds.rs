@@ -511,6 +511,17 @@ fn tables() -> Vec<(&'static str, RecordBatch, WriterOptions)> {
             .with_encoding_policy("b", forced(EncodingKind::Fsst)),
     ));
     seeds.push((
+        "onpair",
+        batch(vec![
+            ("v", Arc::new(StringArray::from_iter((0..words.len()).map(|i| (i % 9 != 4).then(|| &words[i])))), true),
+            ("b", Arc::new(LargeBinaryArray::from_iter_values(words.iter().map(|w| w.as_bytes()))), false),
+        ]),
+        // Nulls in "v"; "b" with 64-bit offsets.
+        WriterOptions::default()
+            .with_encoding_policy("v", forced(EncodingKind::OnPair))
+            .with_encoding_policy("b", forced(EncodingKind::OnPair)),
+    ));
+    seeds.push((
         "alp_rd",
         batch(vec![
             ("f", Arc::new(floats(rng, n, 10)), true),

@@ -25,9 +25,9 @@ class FileWriter:
     batch sizes.
 
     Each page's encoding is chosen from its values (bit-packing, delta, dictionary, run-length,
-    FSST, constant or plain). ``encodings`` forces or forbids encodings per column (dotted
-    paths; ``"*"`` for all other columns): ``{"id": "delta"}`` forces one,
-    ``{"comment": {"forbid": ["fsst"]}}`` forbids some, ``{"*": {"forbid": [...]}}`` sets the
+    OnPair, FSST, ALP, ALP-RD, constant or plain). ``encodings`` forces or forbids encodings per
+    column (dotted paths; ``"*"`` for all other columns): ``{"id": "delta"}`` forces one,
+    ``{"comment": {"forbid": ["onpair"]}}`` forbids some, ``{"*": {"forbid": [...]}}`` sets the
     default; ``encodings="plain"`` stores every value plain. ``compression`` (``"lz4"`` or
     ``"zstd"``, at ``compression_level``) compresses whole pages on top, at the cost of reading
     a whole page for any row of it. ``statistics`` stores each page's null count, minimum and

@@ -254,7 +254,7 @@ pub struct BufferLocation {
 #[derive(Clone, PartialEq, prost::Message)]
 pub struct Encoding {
     /// Which encoding, with its parameters and children.
-    #[prost(oneof = "encoding::Kind", tags = "1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14")]
+    #[prost(oneof = "encoding::Kind", tags = "1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15")]
     pub kind: Option<encoding::Kind>,
 }
 
@@ -305,6 +305,9 @@ pub mod encoding {
         /// Floats that are decimals, as integers times a power of ten (ALP, format 2.3).
         #[prost(message, tag = "14")]
         Alp(super::AlpEncoding),
+        /// Strings as codes of tokens from a dictionary learnt from the page (OnPair, format 2.4).
+        #[prost(message, tag = "15")]
+        OnPair(super::OnPairEncoding),
     }
 }
 
@@ -472,6 +475,31 @@ pub struct FsstEncoding {
     /// Optional: each value's decompressed length, as unsigned integers of 32 or 64 bits. With
     /// them a scan decompresses a batch's codes in one pass; without, value by value.
     #[prost(message, optional, boxed, tag = "3")]
+    pub decoded_lengths: Option<Box<Encoding>>,
+}
+
+/// Strings as sequences of tokens (OnPair): a dictionary of `num_tokens` tokens of 1 to 16 bytes,
+/// and each value as the codes of its tokens, bit-packed `code_bits` wide (least significant bit
+/// first) and padded to whole bytes. With 8 bits or more per code, a value of `b` bytes holds
+/// `floor(8 × b / code_bits)` codes.
+#[derive(Clone, PartialEq, prost::Message)]
+pub struct OnPairEncoding {
+    /// Index of the dictionary buffer: `num_tokens` lengths (one byte each, 1 to 16), then the
+    /// tokens' bytes back to back.
+    #[prost(uint32, tag = "1")]
+    pub dictionary_buffer: u32,
+    /// Number of tokens, 1 to `2^code_bits`.
+    #[prost(uint32, tag = "2")]
+    pub num_tokens: u32,
+    /// Width of a code in bits, 8 to 16.
+    #[prost(uint32, tag = "3")]
+    pub code_bits: u32,
+    /// The packed codes of each value (a [`BinaryEncoding`]).
+    #[prost(message, optional, boxed, tag = "4")]
+    pub codes: Option<Box<Encoding>>,
+    /// Each value's decoded length in bytes (integers), optional: a scan then knows its
+    /// output's offsets before decoding.
+    #[prost(message, optional, boxed, tag = "5")]
     pub decoded_lengths: Option<Box<Encoding>>,
 }
 

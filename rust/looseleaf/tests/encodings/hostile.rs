@@ -46,6 +46,11 @@ fn hostile_columns(rng: &mut StdRng) -> Vec<(String, EncodingPolicy, ArrayRef)> 
             forced_flat(EncodingKind::Fsst),
             bytes_array(&DataType::Utf8, &bytes_values(rng, n, BytesShape::Text, true), None),
         ),
+        (
+            "onpair".into(),
+            forced_flat(EncodingKind::OnPair),
+            bytes_array(&DataType::Utf8, &bytes_values(rng, n, BytesShape::Text, true), None),
+        ),
         ("constant".into(), forced(EncodingKind::Constant), ints(&DataType::Int16, IntShape::Constant, (-5, 5), rng)),
         (
             "nullable".into(),
@@ -173,6 +178,16 @@ fn inconsistent_pages() -> Vec<(&'static str, &'static str, PageEdit)> {
             other => panic!("not FSST: {other:?}"),
         }
     }
+    fn onpair(page: &mut PageMetadata) -> &mut looseleaf::format::proto::OnPairEncoding {
+        match values_node(page) {
+            Kind::OnPair(o) => o,
+            other => panic!("not OnPair: {other:?}"),
+        }
+    }
+    fn tokens(page: &mut PageMetadata) -> std::ops::Range<usize> {
+        let index = onpair(page).dictionary_buffer;
+        buffer_range(page, index)
+    }
     fn alp_rd(page: &mut PageMetadata) -> &mut looseleaf::format::proto::AlpRdEncoding {
         match values_node(page) {
             Kind::AlpRd(a) => a,
@@ -222,6 +237,51 @@ fn inconsistent_pages() -> Vec<(&'static str, &'static str, PageEdit)> {
     }
     let n = HOSTILE_ROWS as u32;
     vec![
+        // OnPair.
+        ("OnPair codes of 7 bits", "onpair", Box::new(|p, _| onpair(p).code_bits = 7)),
+        ("OnPair codes of 17 bits", "onpair", Box::new(|p, _| onpair(p).code_bits = 17)),
+        (
+            "OnPair tokens its codes cannot address",
+            "onpair",
+            Box::new(|p, _| {
+                let o = onpair(p);
+                o.num_tokens = (1 << o.code_bits) + 1;
+            }),
+        ),
+        ("an OnPair dictionary a token short", "onpair", Box::new(|p, _| onpair(p).num_tokens -= 1)),
+        ("an OnPair dictionary a token long", "onpair", Box::new(|p, _| onpair(p).num_tokens += 1)),
+        ("an OnPair token of 0 bytes", "onpair", Box::new(|p, data| data[tokens(p).start] = 0)),
+        ("an OnPair token of 17 bytes", "onpair", Box::new(|p, data| data[tokens(p).start] = 17)),
+        (
+            "OnPair codes without tokens",
+            "onpair",
+            Box::new(|p, data| {
+                let o = onpair(p);
+                // With every token a code can name, a code without one cannot be written.
+                assert!(o.num_tokens < 1 << o.code_bits);
+                let index = plain_buffer(&o.codes);
+                data[buffer_range(p, index)].fill(0xff);
+            }),
+        ),
+        (
+            "OnPair codes with decreasing offsets",
+            "onpair",
+            Box::new(|p, data| {
+                let index = offsets_buffer(&onpair(p).codes);
+                let offsets = buffer_range(p, index);
+                write_u32(data, &offsets, 5, 0);
+            }),
+        ),
+        (
+            "OnPair decoded lengths that do not match the codes",
+            "onpair",
+            Box::new(|p, data| {
+                let index = plain_buffer(&onpair(p).decoded_lengths);
+                let lengths = buffer_range(p, index);
+                let first = read_u32s(data, lengths.clone())[0];
+                write_u32(data, &lengths, 0, first + 1);
+            }),
+        ),
         // ALP-RD.
         ("ALP-RD codes of 9 bits", "alp_rd", Box::new(|p, _| alp_rd(p).code_bits = 9)),
         ("ALP-RD left parts of 17 bits", "alp_rd", Box::new(|p, _| alp_rd(p).right_bits = 15)),
@@ -787,6 +847,13 @@ impl Mutator {
             }
             Some(Kind::Fsst(FsstEncoding { symbols_buffer, codes, decoded_lengths })) => {
                 self.u32(symbols_buffer);
+                self.child(codes);
+                self.child(decoded_lengths);
+            }
+            Some(Kind::OnPair(OnPairEncoding { dictionary_buffer, num_tokens, code_bits, codes, decoded_lengths })) => {
+                self.u32(dictionary_buffer);
+                self.u32(num_tokens);
+                self.u32(code_bits);
                 self.child(codes);
                 self.child(decoded_lengths);
             }

@@ -220,6 +220,7 @@ fn encoded_as(describe: &str, kind: EncodingKind) -> bool {
         EncodingKind::Fsst => values.starts_with("fsst("),
         EncodingKind::AlpRd => values.starts_with("alp_rd("),
         EncodingKind::Alp => values.starts_with("alp("),
+        EncodingKind::OnPair => values.starts_with("onpair("),
     }
 }
 
@@ -231,8 +232,10 @@ fn forced(kind: EncodingKind) -> EncodingPolicy {
 /// node (run ends, dictionary indices, FSST codes' offsets...) are plain bytes a test can edit.
 fn forced_flat(kind: EncodingKind) -> EncodingPolicy {
     use EncodingKind::*;
-    let forbid =
-        [Constant, Bitpacked, Delta, Rle, Dictionary, Fsst, AlpRd, Alp].into_iter().filter(|k| *k != kind).collect();
+    let forbid = [Constant, Bitpacked, Delta, Rle, Dictionary, Fsst, AlpRd, Alp, OnPair]
+        .into_iter()
+        .filter(|k| *k != kind)
+        .collect();
     EncodingPolicy { force: Some(kind), forbid }
 }
 
@@ -867,7 +870,7 @@ fn columns_for(rng: &mut StdRng, kind: EncodingKind, len: usize) -> Vec<(String,
                 }
             }
         }
-        EncodingKind::Fsst => {
+        EncodingKind::Fsst | EncodingKind::OnPair => {
             for t in BYTES_TYPES {
                 for shape in [BytesShape::Text, BytesShape::AllBytes, BytesShape::Long(40_000)] {
                     let values = bytes_values(rng, len, shape, is_utf8(&t));

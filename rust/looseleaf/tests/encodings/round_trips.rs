@@ -82,6 +82,14 @@ async fn forced_fsst_round_trips() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn forced_onpair_round_trips() {
+    forced_round_trip(46, EncodingKind::OnPair, 1500, 64 * 1024, true).await;
+    forced_round_trip(47, EncodingKind::OnPair, 600, 4 * MIB, false).await;
+    // Pages of one value: OnPair stores any page, however small.
+    forced_round_trip(48, EncodingKind::OnPair, 20, 1, true).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn forced_alp_rd_round_trips() {
     forced_round_trip(40, EncodingKind::AlpRd, 5000, 8 * 1024, true).await;
     forced_round_trip(41, EncodingKind::AlpRd, 3000, 64 * MIB, false).await;

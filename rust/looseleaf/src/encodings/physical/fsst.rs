@@ -246,20 +246,7 @@ impl SymbolTable {
     /// run shifts bytes between values (which callers then check as strings, like any bytes);
     /// the output buffer holds 8 bytes per code whatever the lengths claim.
     fn decompress_with_lengths(&self, codes: &[u8], lengths: &FixedWidthBlock) -> Result<DataBlock> {
-        let n = lengths.num_values as usize;
-        let total: u64 = match lengths.bits_per_value {
-            32 => lengths
-                .data
-                .as_slice()
-                .get(..n * 4)
-                .map(|b| b.chunks_exact(4).map(|c| u32::from_le_bytes([c[0], c[1], c[2], c[3]]) as u64).sum()),
-            64 => lengths.data.as_slice().get(..n * 8).map(|b| {
-                b.chunks_exact(8)
-                    .fold(0u64, |sum, c| sum.saturating_add(u64::from_le_bytes(c.try_into().unwrap_or_default())))
-            }),
-            bits => bail!(corrupt, "FSST decoded lengths of {bits} bits"),
-        }
-        .ok_or_else(|| crate::Error::corrupt("FSST decoded lengths decoded short"))?;
+        let (offsets, bits_per_offset, total) = super::offsets_from_lengths(lengths, "FSST")?;
         // Most bytes codes can decompress to: 8 per code (then 8 for the decompressor's wide
         // writes), the bound that keeps it in the buffer.
         ensure!(
@@ -272,8 +259,6 @@ impl SymbolTable {
             let run = codes.iter().rev().take_while(|code| **code == ESCAPE).count();
             ensure!(run % 2 == 0, corrupt, "an FSST value ends with an escape");
         }
-        let offsets =
-            if total <= i32::MAX as u64 { prefix_sum::<u32>(lengths, n) } else { prefix_sum::<u64>(lengths, n) };
         let mut out: Vec<u8> = Vec::with_capacity(codes.len() * 8 + 8);
         let decompressor = Decompressor::new(&self.symbols, &self.lengths);
         let written = decompressor.decompress_into(codes, out.spare_capacity_mut());
@@ -282,9 +267,9 @@ impl SymbolTable {
         unsafe { out.set_len(written) };
         Ok(DataBlock::VariableWidth(VariableWidthBlock {
             offsets,
-            bits_per_offset: if total <= i32::MAX as u64 { 32 } else { 64 },
+            bits_per_offset,
             data: Buffer::from_vec(out),
-            num_values: n as u64,
+            num_values: lengths.num_values,
         }))
     }
 
@@ -384,30 +369,6 @@ impl PageDecoder for FsstDecoder {
     }
 }
 
-/// The `n + 1` offsets (`T`: `u32` or `u64`, wide enough for their sum, which the caller
-/// checked) of values of `lengths` (32- or 64-bit integers, at least `n` of them).
-fn prefix_sum<T: arrow_buffer::ArrowNativeType + TryFrom<u64> + Default + Copy + std::ops::Add<Output = T>>(
-    lengths: &FixedWidthBlock,
-    n: usize,
-) -> Buffer {
-    // Written at the offsets' final width in one pass: a batch's offsets are fresh memory, and
-    // u64 offsets narrowed afterwards cost a first-read `l_comment` scan 4–9% more.
-    let mut out: Vec<T> = Vec::with_capacity(n + 1);
-    let mut sum = T::default();
-    out.push(sum);
-    let bytes = lengths.data.as_slice();
-    let mut push = |length: u64| {
-        sum = sum + T::try_from(length).unwrap_or_default();
-        out.push(sum);
-    };
-    if lengths.bits_per_value == 32 {
-        bytes[..n * 4].chunks_exact(4).for_each(|c| push(u32::from_le_bytes([c[0], c[1], c[2], c[3]]) as u64));
-    } else {
-        bytes[..n * 8].chunks_exact(8).for_each(|c| push(u64::from_le_bytes(c.try_into().unwrap_or_default())));
-    }
-    Buffer::from_vec(out)
-}
-
 /// Positions of up to 32 KiB of values spread over a page of `total` bytes in `count` values,
 /// the sample a table is trained on; `None` for pages too small to compress.
 fn training_sample(count: usize, total: usize) -> Option<Vec<usize>> {
@@ -440,13 +401,21 @@ impl Trained {
     /// and table without offsets: the table's compression ratio on the sample applied to all
     /// the bytes.
     pub fn estimated_size(&self, strings: &[&[u8]]) -> u64 {
-        let (mut sample_bytes, mut codes) = (0usize, 0usize);
-        for string in self.sample.iter().filter_map(|i| strings.get(*i)) {
-            sample_bytes += string.len();
-            codes += self.compressor.compress(string).len();
-        }
+        let sample_bytes: usize = self.sample.iter().filter_map(|i| strings.get(*i)).map(|s| s.len()).sum();
+        let codes = self.sample_code_bytes(strings);
         let table = 1 + self.compressor.n_symbols() * 9;
         (codes as f64 / sample_bytes.max(1) as f64 * self.total as f64) as u64 + table as u64
+    }
+
+    /// The positions of the values the table was trained on.
+    pub fn sample(&self) -> &[usize] {
+        &self.sample
+    }
+
+    /// The bytes of the codes of the sampled values of `strings` (those it was trained on).
+    pub fn sample_code_bytes(&self, strings: &[&[u8]]) -> u64 {
+        let codes = self.sample.iter().filter_map(|i| strings.get(*i));
+        codes.map(|string| self.compressor.compress(string).len() as u64).sum()
     }
 
     /// Compresses all of `strings` (the values it was trained on); returns the serialised table
