@@ -335,22 +335,14 @@ impl PageDecoder for FsstDecoder {
     }
 
     fn decode(&self, rows_to_skip: u64, num_rows: u64) -> Result<DataBlock> {
-        let DataBlock::VariableWidth(codes) = self.codes.decode(rows_to_skip, num_rows)? else {
-            bail!(corrupt, "FSST codes do not decode to binary values")
-        };
-        let offsets = codes.offsets_u64()?;
-        let data = codes.data.as_slice();
-        let (Some(&first), Some(&last)) = (offsets.first(), offsets.last()) else {
-            bail!(corrupt, "FSST codes without offsets")
-        };
-        ensure!(first <= last && last as usize <= data.len(), corrupt, "FSST code offsets out of range");
-        ensure!(offsets.windows(2).all(|pair| pair[0] <= pair[1]), corrupt, "FSST code offsets decrease");
+        let (offsets, data, span) = super::checked_codes(self.codes.decode(rows_to_skip, num_rows)?, "FSST")?;
+        let data = data.as_slice();
         if let Some(lengths) = &self.decoded_lengths {
             let DataBlock::FixedWidth(lengths) = lengths.decode(rows_to_skip, num_rows)? else {
                 bail!(corrupt, "FSST decoded lengths are not integers")
             };
             ensure!(lengths.num_values == num_rows, corrupt, "FSST decoded lengths of the wrong length");
-            let codes = &data[first as usize..last as usize];
+            let codes = &data[span.start as usize..span.end as usize];
             return self.table.decompress_with_lengths(codes, &lengths);
         }
         let (out, out_offsets) = self.table.decompress(&offsets, data)?;

@@ -84,6 +84,20 @@ impl PageContext<'_> {
     }
 }
 
+/// A batch of a binary child that holds each row's codes (FSST, OnPair), checked: its `n + 1`
+/// offsets are non-decreasing and within its data. Returns the offsets, the data and the
+/// span `offsets[0]..offsets[n]` of the batch's codes (`what`: the encoding, for errors).
+pub fn checked_codes(block: DataBlock, what: &str) -> Result<(Vec<u64>, Buffer, std::ops::Range<u64>)> {
+    let DataBlock::VariableWidth(codes) = block else { bail!(corrupt, "{what} codes do not decode to binary values") };
+    let offsets = codes.offsets_u64()?;
+    let (Some(&first), Some(&last)) = (offsets.first(), offsets.last()) else {
+        bail!(corrupt, "{what} codes without offsets")
+    };
+    ensure!(first <= last && last as usize <= codes.data.len(), corrupt, "{what} code offsets out of range");
+    ensure!(offsets.windows(2).all(|pair| pair[0] <= pair[1]), corrupt, "{what} code offsets decrease");
+    Ok((offsets, codes.data, first..last))
+}
+
 /// The offsets of variable-width values from each one's length (`lengths`: 32- or 64-bit
 /// integers, its `num_values` of them; `what`: the encoding, for errors). Returns the offsets
 /// from 0, 32-bit where their sum fits Arrow's `Utf8` (at most `i32::MAX`), else 64-bit, their

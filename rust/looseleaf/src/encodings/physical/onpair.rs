@@ -288,20 +288,12 @@ impl PageDecoder for OnPairDecoder {
     }
 
     fn decode(&self, rows_to_skip: u64, num_rows: u64) -> Result<DataBlock> {
-        let DataBlock::VariableWidth(codes) = self.codes.decode(rows_to_skip, num_rows)? else {
-            bail!(corrupt, "OnPair codes do not decode to binary values")
-        };
-        let offsets = codes.offsets_u64()?;
-        let data = codes.data.as_slice();
-        let (Some(&first), Some(&last)) = (offsets.first(), offsets.last()) else {
-            bail!(corrupt, "OnPair codes without offsets")
-        };
-        ensure!(first <= last && last as usize <= data.len(), corrupt, "OnPair code offsets out of range");
-        ensure!(offsets.windows(2).all(|pair| pair[0] <= pair[1]), corrupt, "OnPair code offsets decrease");
+        let (offsets, data, span) = super::checked_codes(self.codes.decode(rows_to_skip, num_rows)?, "OnPair")?;
+        let data = data.as_slice();
         // The most bytes the codes can decode to: every code a 16-byte token, and a value of
         // `b` bytes holds at most `b` codes. Lengths claiming more are corrupt, so that the
         // output is sized by the bytes read, not by what the page claims.
-        let most = (last - first).saturating_mul(MAX_TOKEN as u64);
+        let most = (span.end - span.start).saturating_mul(MAX_TOKEN as u64);
         if let Some(lengths) = &self.decoded_lengths {
             let DataBlock::FixedWidth(lengths) = lengths.decode(rows_to_skip, num_rows)? else {
                 bail!(corrupt, "OnPair decoded lengths are not integers")
