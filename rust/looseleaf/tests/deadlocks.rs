@@ -244,7 +244,17 @@ async fn reads_sharing_a_one_byte_budget_finish() {
         }
     })
     .await;
-    let stats = shared.stats();
+    // A read's last buffers may be released by its tasks just after its result is handed
+    // out (the run that failed here under load saw 3,880 bytes still reserved): the budget
+    // must come back within moments, not at once.
+    let mut stats = shared.stats();
+    for _ in 0..500 {
+        if (stats.reserved_bytes, stats.in_flight) == (0, 0) {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+        stats = shared.stats();
+    }
     assert_eq!((stats.reserved_bytes, stats.in_flight), (0, 0), "{stats:?}");
     assert_eq!(stats.peak_in_flight, 1, "{stats:?}");
 }

@@ -1,5 +1,7 @@
 //! [`ColumnWriter`]: the pending data and the pages of one column being written.
 
+use std::sync::Arc;
+
 use arrow_array::cast::AsArray;
 use arrow_array::{Array, ArrayRef, make_array};
 use arrow_buffer::Buffer;
@@ -18,8 +20,34 @@ use crate::error::{Error, Result, ensure};
 use crate::format::proto::{Compression, PageMetadata, PageStatistics};
 use crate::writer::WriterOptions;
 
-/// The pages of one column being written.
+/// The pages of one column being written: the rows it holds until they fill a page, and the
+/// metadata of the pages written.
+///
+/// Cutting pages is cheap and happens as arrays arrive; encoding them is the costly part and
+/// is left to the caller, with the column's [`ColumnEncoder`], so that pages of many columns
+/// (and of many batches) can be encoded at once.
 pub struct ColumnWriter {
+    encoder: Arc<ColumnEncoder>,
+    /// Arrays received and not yet cut into a page, holding less than a page.
+    pending: Vec<ArrayRef>,
+    pending_bytes: u64,
+    /// Dictionary values of the pending arrays (of a dictionary column), all counted.
+    pending_dictionary_values: usize,
+    /// Metadata of the pages written so far.
+    pub pages: Vec<PageMetadata>,
+}
+
+/// The rows of one page, cut and not yet encoded: arrays to be concatenated, in row order.
+pub struct PageRows {
+    /// The arrays, in row order (one, when the page was cut from a single array).
+    pub arrays: Vec<ArrayRef>,
+    /// Their estimated encoded size.
+    pub bytes: u64,
+}
+
+/// Encodes the pages of one column: its encoding policy and settings, shared by the threads
+/// that encode them.
+pub struct ColumnEncoder {
     kind: ColumnKind,
     /// The type of the arrays the column receives.
     data_type: DataType,
@@ -29,13 +57,6 @@ pub struct ColumnWriter {
     compression: Compression,
     compression_level: i32,
     statistics: bool,
-    /// Arrays received and not yet written, holding less than a page.
-    pending: Vec<ArrayRef>,
-    pending_bytes: u64,
-    /// Dictionary values of the pending arrays (of a dictionary column), all counted.
-    pending_dictionary_values: usize,
-    /// Metadata of the pages written so far.
-    pub pages: Vec<PageMetadata>,
 }
 
 /// An encoded page, ready to be written.
@@ -56,27 +77,21 @@ pub struct EncodedPage {
     pub uncompressed_sizes: Vec<u64>,
 }
 
-impl ColumnWriter {
-    /// A writer of a column of `kind` receiving arrays of `data_type`, encoding its pages under
-    /// `policy` and `options`.
-    pub fn new(kind: ColumnKind, data_type: DataType, policy: EncodingPolicy, options: &WriterOptions) -> Self {
-        let value_kind = ValueKind::of(&data_type);
-        Self {
-            kind,
-            encoder: PageEncoder::new(ValueKind::of_stored(&data_type), policy),
-            value_kind,
-            data_type,
-            compression: options.compression,
-            compression_level: options.compression_level,
-            statistics: options.statistics,
-            pending: vec![],
-            pending_bytes: 0,
-            pending_dictionary_values: 0,
-            pages: vec![],
-        }
+impl ColumnEncoder {
+    /// Encodes the rows of a page, concatenating its arrays first.
+    pub fn encode(&self, rows: PageRows) -> Result<EncodedPage> {
+        let array = match rows.arrays.as_slice() {
+            [one] => one.clone(),
+            many => {
+                let refs: Vec<&dyn Array> = many.iter().map(|a| a.as_ref()).collect();
+                arrow_select::concat::concat(&refs)?
+            }
+        };
+        ensure!(array.data_type() == &self.data_type, internal, "column received a different type");
+        self.encode_array(array.as_ref())
     }
 
-    fn encode_page(&self, array: &dyn Array) -> Result<EncodedPage> {
+    fn encode_array(&self, array: &dyn Array) -> Result<EncodedPage> {
         let mut buffers = Vec::new();
         let (block, num_items) = match self.kind {
             ColumnKind::ListLengths => {
@@ -112,9 +127,37 @@ impl ColumnWriter {
             uncompressed_sizes,
         })
     }
+}
 
-    /// Adds `array` and returns the pages that are now full, encoded.
-    pub fn append(&mut self, array: ArrayRef, page_size: u64) -> Vec<Result<EncodedPage>> {
+impl ColumnWriter {
+    /// A writer of a column of `kind` receiving arrays of `data_type`, encoding its pages under
+    /// `policy` and `options`.
+    pub fn new(kind: ColumnKind, data_type: DataType, policy: EncodingPolicy, options: &WriterOptions) -> Self {
+        let encoder = ColumnEncoder {
+            kind,
+            encoder: PageEncoder::new(ValueKind::of_stored(&data_type), policy),
+            value_kind: ValueKind::of(&data_type),
+            data_type,
+            compression: options.compression,
+            compression_level: options.compression_level,
+            statistics: options.statistics,
+        };
+        Self {
+            encoder: Arc::new(encoder),
+            pending: vec![],
+            pending_bytes: 0,
+            pending_dictionary_values: 0,
+            pages: vec![],
+        }
+    }
+
+    /// What encodes this column's pages.
+    pub fn encoder(&self) -> &Arc<ColumnEncoder> {
+        &self.encoder
+    }
+
+    /// Adds `array` and returns the rows of the pages that are now full, in row order.
+    pub fn append(&mut self, array: ArrayRef, page_size: u64) -> Vec<PageRows> {
         let mut pages = Vec::new();
         let mut array = array;
         if array.is_empty() {
@@ -123,7 +166,7 @@ impl ColumnWriter {
         // Pending arrays become one page through `concat`, which merges their dictionaries:
         // a page is cut before they might hold more values than the keys can index.
         let dictionary_values = dictionary_len(array.as_ref());
-        if let Some(capacity) = dictionary_capacity(&self.data_type)
+        if let Some(capacity) = dictionary_capacity(&self.encoder.data_type)
             && !self.pending.is_empty()
             && self.pending_dictionary_values.saturating_add(dictionary_values) > capacity
         {
@@ -138,13 +181,16 @@ impl ColumnWriter {
                 self.pending.push(compact(array));
                 return pages;
             }
-            self.pending.push(array.slice(0, fits));
+            let head = array.slice(0, fits);
+            self.pending_bytes += encoded_size(head.as_ref());
+            self.pending.push(head);
             pages.extend(self.flush());
             array = array.slice(fits, array.len() - fits);
         }
         while !array.is_empty() && encoded_size(array.as_ref()) >= page_size {
             let rows = rows_within(array.as_ref(), page_size);
-            pages.push(self.encode_page(&array.slice(0, rows)));
+            let page = array.slice(0, rows);
+            pages.push(PageRows { bytes: encoded_size(page.as_ref()), arrays: vec![page] });
             array = array.slice(rows, array.len() - rows);
         }
         if !array.is_empty() {
@@ -155,24 +201,13 @@ impl ColumnWriter {
         pages
     }
 
-    /// Estimated encoded size of the rows received and not yet written.
-    pub fn pending_bytes(&self) -> u64 {
-        self.pending_bytes
-    }
-
-    /// Encodes the pending arrays as one page, if there are any.
-    pub fn flush(&mut self) -> Option<Result<EncodedPage>> {
+    /// The pending rows as one page, if there are any.
+    pub fn flush(&mut self) -> Option<PageRows> {
         if self.pending.is_empty() {
             return None;
         }
-        let pending = std::mem::take(&mut self.pending);
-        self.pending_bytes = 0;
         self.pending_dictionary_values = 0;
-        let refs: Vec<&dyn Array> = pending.iter().map(|a| a.as_ref()).collect();
-        Some(arrow_select::concat::concat(&refs).map_err(Error::from).and_then(|array| {
-            ensure!(array.data_type() == &self.data_type, internal, "column received a different type");
-            self.encode_page(array.as_ref())
-        }))
+        Some(PageRows { arrays: std::mem::take(&mut self.pending), bytes: std::mem::take(&mut self.pending_bytes) })
     }
 }
 

@@ -1,9 +1,10 @@
 //! [`FileWriter`]: writing Arrow record batches to a looseleaf file.
 //!
 //! Each column buffers the arrays it receives until they hold a page worth of bytes
-//! ([`WriterOptions::page_size`]), then encodes and writes the page; a batch much larger than a
-//! page is cut into pages directly. Memory is therefore bounded by about one page per column,
-//! whatever the batch sizes.
+//! ([`WriterOptions::page_size`]), then queues the page to be encoded on another thread and
+//! written in turn ([`encoding_queue`]); a batch much larger than a page is cut into pages
+//! directly. Memory is therefore bounded by about one page per column plus the queue's pages
+//! (two per core, and two more), whatever the batch sizes.
 //!
 //! Nested fields are split into their columns first ([`shred`]): struct children and list
 //! items go to their own columns, with struct validity and list lengths in the parent's.
@@ -21,6 +22,7 @@ use object_store::path::Path;
 use object_store::{ObjectStore, WriteMultipart};
 
 mod column;
+mod encoding_queue;
 mod parallel;
 mod shred;
 mod zone_map;
@@ -30,7 +32,8 @@ use crate::error::{Error, Result, bail, ensure};
 use crate::format::proto::{BufferLocation, ColumnMetadata, Compression, Footer, PageMetadata, ZoneMapLocation};
 use crate::format::schema::{FieldColumns, assign_columns, schema_to_proto};
 use crate::format::{self, BUFFER_ALIGNMENT, ColumnEntry, FileTail, MAJOR_VERSION, MINOR_VERSION};
-use column::{ColumnWriter, EncodedPage};
+use column::{ColumnWriter, EncodedPage, PageRows};
+use encoding_queue::EncodingQueue;
 use zone_map::ZoneMapBuilder;
 
 /// Default target size of a page: 8 MiB.
@@ -133,11 +136,11 @@ impl Default for WriterOptions {
     }
 }
 
-/// Batches (and, at the end, pending pages) of at least this many bytes are encoded on
-/// several threads, a column per job; smaller ones cost less than starting the threads.
-const PARALLEL_ENCODING_BYTES: usize = 1 << 20;
+/// Batches of at least this many bytes are cut into pages and zoned on several threads, a
+/// column per job; smaller ones cost less than starting the threads.
+const PARALLEL_CUTTING_BYTES: usize = 1 << 20;
 
-/// Threads that encode the columns of a batch: one per core.
+/// Threads that cut (and zone) the columns of a batch, and pages encoded at once: one per core.
 fn encoding_threads() -> usize {
     std::thread::available_parallelism().map_or(1, |n| n.get())
 }
@@ -151,6 +154,8 @@ pub struct FileWriter {
     columns: Vec<ColumnWriter>,
     /// The zone map being built of each column that gets one, by column number.
     zone_maps: Vec<Option<ZoneMapBuilder>>,
+    /// Pages being encoded, written in the order they were cut.
+    encoding: EncodingQueue,
     options: WriterOptions,
     /// Bytes written so far (the offset of the next byte).
     position: u64,
@@ -213,6 +218,10 @@ impl FileWriter {
                 }
             }
         }
+        let threads = encoding_threads();
+        // Enough pages for every thread to encode one while as many wait to be written behind
+        // a slow one (a page of comments takes ten times as long as one of dates).
+        let queued_bytes = options.page_size.saturating_mul(2 * threads as u64 + 2);
         let upload =
             store.put_multipart_opts(path, Default::default()).await.map_err(|e| Error::io(location.clone(), e))?;
         let mut writer = Self {
@@ -222,6 +231,7 @@ impl FileWriter {
             fields,
             columns,
             zone_maps,
+            encoding: EncodingQueue::new(threads, queued_bytes),
             options,
             position: 0,
             num_rows: 0,
@@ -256,11 +266,14 @@ impl FileWriter {
         self.num_rows
     }
 
-    /// Appends the rows of `batch`, writing the pages it fills.
+    /// Appends the rows of `batch`, queueing the pages it fills to be encoded and written.
     ///
     /// # Errors
     /// [`Error::Schema`] if the batch does not match the writer's schema; [`Error::Io`] if the
-    /// storage fails (the writer is then unusable and should be dropped).
+    /// storage fails; the error of a page that cannot be encoded (a forced encoding that
+    /// cannot store it: [`Error::InvalidArgument`]), reported by the write that queued it or by
+    /// a later call, [`FileWriter::finish`] at the latest. After any error the writer is
+    /// unusable and should be dropped.
     pub async fn write(&mut self, batch: &RecordBatch) -> Result<()> {
         self.check_usable()?;
         self.check_batch(batch).map_err(|e| self.locate(e))?;
@@ -281,9 +294,10 @@ impl FileWriter {
             let slot = slots.get_mut(column as usize).ok_or_else(|| Error::internal(format!("no column {column}")))?;
             ensure!(slot.replace(array).is_none(), internal, "column {column} shredded twice");
         }
-        let threads = if batch.get_array_memory_size() >= PARALLEL_ENCODING_BYTES { encoding_threads() } else { 1 };
+        let threads = if batch.get_array_memory_size() >= PARALLEL_CUTTING_BYTES { encoding_threads() } else { 1 };
         let page_size = self.options.page_size;
-        // Each column's writer and zone map with its array: disjoint borrows, encoded at once.
+        // Each column's writer and zone map with its array: disjoint borrows, cut into pages
+        // (and zoned) at once; the pages are encoded in the queue.
         let jobs: Vec<_> = self
             .columns
             .iter_mut()
@@ -292,13 +306,13 @@ impl FileWriter {
             .enumerate()
             .filter_map(|(index, ((writer, zones), array))| array.map(|array| (index, writer, zones, array)))
             .collect();
-        let encoded = parallel::map_in_parallel(jobs, threads, |(index, writer, zones, array)| {
+        let cut = parallel::map_in_parallel(jobs, threads, |(index, writer, zones, array)| {
             let zoned = zones.as_mut().map_or(Ok(()), |zones| zones.append(&array));
             (index, zoned.map(|()| writer.append(array, page_size)))
         });
-        for (index, pages) in encoded {
-            for page in pages? {
-                self.write_page(index, page?).await?;
+        for (index, pages) in cut {
+            for rows in pages? {
+                self.queue_page(index, rows).await?;
             }
         }
         self.num_rows += batch.num_rows() as u64;
@@ -358,14 +372,7 @@ impl FileWriter {
             self.abort().await?;
             return Err(e);
         }
-        let pending: u64 = self.columns.iter().map(ColumnWriter::pending_bytes).sum();
-        let threads = if pending >= PARALLEL_ENCODING_BYTES as u64 { encoding_threads() } else { 1 };
-        let last_pages = parallel::map_in_parallel(self.columns.iter_mut().collect(), threads, ColumnWriter::flush);
-        for (index, page) in last_pages.into_iter().enumerate() {
-            if let Some(page) = page {
-                self.write_page(index, page?).await?;
-            }
-        }
+        self.write_last_pages().await.map_err(|e| self.locate(e))?;
         let mut zone_map_locations = Vec::with_capacity(self.columns.len());
         for index in 0..self.columns.len() {
             let location = match self.zone_maps[index].take() {
@@ -419,6 +426,32 @@ impl FileWriter {
     pub async fn abort(mut self) -> Result<()> {
         if let Some(upload) = self.upload.take() {
             upload.abort().await.map_err(|e| Error::io(self.location.clone(), e))?;
+        }
+        Ok(())
+    }
+
+    /// Queues the rows of a page of `column` for encoding, first writing the pages encoded
+    /// (and, if the queue is full, waiting for the oldest).
+    async fn queue_page(&mut self, column: usize, rows: PageRows) -> Result<()> {
+        while let Some(page) = self.encoding.next_page(rows.bytes).await {
+            let (column, page) = page?;
+            self.write_page(column, page).await?;
+        }
+        let encoder = Arc::clone(self.columns[column].encoder());
+        self.encoding.push(column, &encoder, rows);
+        Ok(())
+    }
+
+    /// Encodes the rows every column still holds and writes every page queued.
+    async fn write_last_pages(&mut self) -> Result<()> {
+        for column in 0..self.columns.len() {
+            if let Some(rows) = self.columns[column].flush() {
+                self.queue_page(column, rows).await?;
+            }
+        }
+        while let Some(page) = self.encoding.oldest_page().await {
+            let (column, page) = page?;
+            self.write_page(column, page).await?;
         }
         Ok(())
     }
