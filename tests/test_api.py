@@ -394,3 +394,36 @@ def test_io_budget_is_shared_by_reads_and_checked(path, table):
     finally:
         looseleaf.set_io_budget(None)
     assert looseleaf.get_io_budget() is None
+
+
+FORKED_CHILD = """
+import os, sys
+import pyarrow as pa
+import looseleaf
+
+directory = sys.argv[1]
+table = pa.table({"id": pa.array(range(50_000), pa.int64()), "s": [f"v{i % 77}" for i in range(50_000)]})
+# The parent starts the runtime and the encoding threads, then forks (as Spark forks its
+# Python workers): the child inherits neither thread and must start its own.
+looseleaf.write_table(table, f"{directory}/parent.leaf", page_size=16_384)
+assert looseleaf.open(f"{directory}/parent.leaf").read_all().read_all() == table
+pid = os.fork()
+if pid == 0:
+    try:
+        looseleaf.write_table(table, f"{directory}/child.leaf", page_size=16_384)
+        ok = looseleaf.open(f"{directory}/child.leaf").read_all().read_all() == table
+        os._exit(0 if ok else 1)
+    except BaseException:
+        os._exit(2)
+_, status = os.waitpid(pid, 0)
+sys.exit(os.waitstatus_to_exitcode(status))
+"""
+
+
+def test_a_forked_child_writes_and_reads(tmp_path):
+    # A child process of its own, with a timeout: a child waiting on threads it did not
+    # inherit would hang, not fail.
+    script = tmp_path / "fork.py"
+    script.write_text(FORKED_CHILD)
+    done = subprocess.run([sys.executable, str(script), str(tmp_path)], timeout=120, capture_output=True)
+    assert done.returncode == 0, done.stderr.decode()

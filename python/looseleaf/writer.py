@@ -20,9 +20,10 @@ class FileWriter:
     The file appears at ``path`` only when the writer is closed successfully; a writer left by
     an exception (in a ``with`` block), aborted or dropped leaves nothing behind. ``path`` is
     anything :func:`looseleaf.open` takes; on an object store the file is a multipart upload
-    completed by :meth:`close` (``storage_options`` as for :func:`looseleaf.open`). Pages are encoded (on a
-    thread per core) and written as they fill, so memory stays around one page (``page_size``
-    bytes) per column, plus two pages per core being encoded, whatever the batch sizes. An
+    completed by :meth:`close` (``storage_options`` as for :func:`looseleaf.open`). Pages are
+    encoded (on the process's encoding threads, one per core, shared by every writer) and
+    written as they fill, so memory stays around one page (``page_size`` bytes) per column,
+    plus two pages per core being encoded, whatever the batch sizes. An
     error encoding a page (an encoding forced where it cannot store it) is raised by the
     :meth:`write` that filled it or a later call, :meth:`close` at the latest.
 

@@ -8,10 +8,12 @@
 //! and many batches are encoded at once while the writer cuts the next batch and writes the
 //! pages already encoded.
 //!
-//! The threads are the writer's own, one per core, waiting on a channel of pages: a thread
-//! that finishes a page takes the next one queued at once. (Handing each page to tokio's
-//! blocking pool under a permit per core left a thread idle for every page until the writer
-//! woke to hand over the next: a write of 300 small columns took 1.3 times as long.)
+//! The pages are encoded on [`EncodingThreads`], one per core for the whole process, waiting
+//! on a channel of pages: a thread that finishes a page takes the next one queued at once.
+//! (Handing each page to tokio's blocking pool under a permit per core left a thread idle for
+//! every page until the writer woke to hand over the next: a write of 300 small columns took
+//! 1.3 times as long.) Writers share the threads: a partitioned dataset write keeps up to 64
+//! files open, and threads of their own would be 64 per core.
 //!
 //! Invariants:
 //! - Pages come back in the order they were queued, so each column's pages are written in row
@@ -19,12 +21,11 @@
 //! - The rows of the queued pages, encoded or not, hold at most `max_bytes` (estimated encoded
 //!   size), or one page when a single page is larger: [`EncodingQueue::next_page`] hands back
 //!   the oldest page, waiting for it, before more would not fit.
-//! - The threads end when the queue is dropped; a page whose encoding panicked comes back as
-//!   an error.
+//! - A page whose encoding panicked comes back as an error; the thread goes on.
 
 use std::collections::VecDeque;
 use std::panic::{AssertUnwindSafe, catch_unwind};
-use std::sync::{Arc, Mutex, mpsc};
+use std::sync::{Arc, Mutex, PoisonError, mpsc};
 
 use tokio::sync::oneshot;
 
@@ -40,11 +41,17 @@ pub struct EncodingQueue {
     /// Estimated encoded bytes of the rows of `jobs`.
     bytes: u64,
     max_bytes: u64,
-    threads: usize,
-    /// Hands pages to the threads; started with the first page, and `None` if no thread could
-    /// be started (pages are then encoded as they are queued).
-    tasks: Option<mpsc::Sender<Task>>,
-    started: bool,
+    encoders: Encoders,
+}
+
+/// Where an [`EncodingQueue`]'s pages are encoded.
+enum Encoders {
+    /// The process's shared threads, not asked for until the first page (a writer that writes
+    /// nothing starts none).
+    Pending,
+    Threads(EncodingThreads),
+    /// No thread could be started: pages are encoded as they are queued.
+    Inline,
 }
 
 /// A queued page: its column, the size of its rows and where its encoding arrives.
@@ -55,9 +62,16 @@ struct Job {
 }
 
 impl EncodingQueue {
-    /// A queue encoding on `threads` threads (at least 1) and holding up to `max_bytes` of rows.
-    pub fn new(threads: usize, max_bytes: u64) -> Self {
-        Self { jobs: VecDeque::new(), bytes: 0, max_bytes, threads: threads.max(1), tasks: None, started: false }
+    /// A queue encoding on the process's shared [`EncodingThreads`] and holding up to
+    /// `max_bytes` of rows.
+    pub fn new(max_bytes: u64) -> Self {
+        Self { jobs: VecDeque::new(), bytes: 0, max_bytes, encoders: Encoders::Pending }
+    }
+
+    /// A queue encoding on `threads`.
+    #[cfg(test)]
+    fn on(threads: EncodingThreads, max_bytes: u64) -> Self {
+        Self { jobs: VecDeque::new(), bytes: 0, max_bytes, encoders: Encoders::Threads(threads) }
     }
 
     /// The oldest page and its column, if it is encoded already or if `incoming` more bytes
@@ -96,41 +110,76 @@ impl EncodingQueue {
             // The queue may have been dropped meanwhile (the write failed): nobody waits.
             let _ = sender.send(page);
         });
-        let task = match self.threads() {
-            Some(tasks) => match tasks.send(task) {
-                Ok(()) => return,
-                Err(mpsc::SendError(task)) => task,
-            },
-            None => task,
-        };
-        task();
+        if matches!(self.encoders, Encoders::Pending) {
+            self.encoders = EncodingThreads::shared().map_or(Encoders::Inline, Encoders::Threads);
+        }
+        match &self.encoders {
+            Encoders::Threads(threads) => threads.run(task),
+            Encoders::Pending | Encoders::Inline => task(),
+        }
+    }
+}
+
+/// Threads encoding pages, taken from a channel in the order they were sent; they end when
+/// the last handle is dropped.
+#[derive(Clone)]
+pub struct EncodingThreads {
+    tasks: mpsc::Sender<Task>,
+}
+
+/// The process's [`EncodingThreads`], with the id of the process that started them: a forked
+/// child (Spark forks its Python workers) inherits the channel but none of the threads, and
+/// starts its own.
+static SHARED: Mutex<Option<(u32, EncodingThreads)>> = Mutex::new(None);
+
+impl EncodingThreads {
+    /// The process's threads, one per core, started the first time; `None` if no thread could
+    /// be started.
+    pub fn shared() -> Option<Self> {
+        let pid = std::process::id();
+        let mut slot = SHARED.lock().unwrap_or_else(PoisonError::into_inner);
+        if let Some((owner, threads)) = slot.as_ref()
+            && *owner == pid
+        {
+            return Some(threads.clone());
+        }
+        let threads = Self::start(std::thread::available_parallelism().map_or(1, |n| n.get()))?;
+        if let Some(inherited) = slot.replace((pid, threads.clone())) {
+            // The parent's channel: no thread of this process reads it, and its receiver's
+            // lock may have been held when the process forked. Left alone, not dropped.
+            std::mem::forget(inherited);
+        }
+        Some(threads)
     }
 
-    /// The channel to the encoding threads, starting them the first time.
-    fn threads(&mut self) -> Option<&mpsc::Sender<Task>> {
-        if !self.started {
-            self.started = true;
-            let (sender, receiver) = mpsc::channel::<Task>();
-            let receiver = Arc::new(Mutex::new(receiver));
-            let mut running = 0;
-            for _ in 0..self.threads {
-                let receiver = Arc::clone(&receiver);
-                let thread = std::thread::Builder::new().name("looseleaf-encode".into()).spawn(move || {
-                    loop {
-                        // The lock is held while waiting, never while encoding: one idle
-                        // thread waits on the channel, the others on the lock.
-                        let task = receiver.lock().unwrap_or_else(|poisoned| poisoned.into_inner()).recv();
-                        match task {
-                            Ok(task) => task(),
-                            Err(mpsc::RecvError) => return,
-                        }
+    /// Starts `count` threads (at least one); `None` if none could be started.
+    pub fn start(count: usize) -> Option<Self> {
+        let (sender, receiver) = mpsc::channel::<Task>();
+        let receiver = Arc::new(Mutex::new(receiver));
+        let mut running = 0;
+        for _ in 0..count.max(1) {
+            let receiver = Arc::clone(&receiver);
+            let thread = std::thread::Builder::new().name("looseleaf-encode".into()).spawn(move || {
+                loop {
+                    // The lock is held while waiting, never while encoding: one idle thread
+                    // waits on the channel, the others on the lock.
+                    let task = receiver.lock().unwrap_or_else(PoisonError::into_inner).recv();
+                    match task {
+                        Ok(task) => task(),
+                        Err(mpsc::RecvError) => return,
                     }
-                });
-                running += usize::from(thread.is_ok());
-            }
-            self.tasks = (running > 0).then_some(sender);
+                }
+            });
+            running += usize::from(thread.is_ok());
         }
-        self.tasks.as_ref()
+        (running > 0).then_some(Self { tasks: sender })
+    }
+
+    /// Runs `task` on one of the threads, or here if they are gone.
+    fn run(&self, task: Task) {
+        if let Err(mpsc::SendError(task)) = self.tasks.send(task) {
+            task();
+        }
     }
 }
 
@@ -162,7 +211,7 @@ mod tests {
     async fn pages_come_back_in_queue_order() {
         let (ints, strings) = (encoder(DataType::Int64), encoder(DataType::Utf8));
         for (threads, max_bytes) in [(1, u64::MAX), (2, 1 << 20), (4, 1)] {
-            let mut queue = EncodingQueue::new(threads, max_bytes);
+            let mut queue = EncodingQueue::on(EncodingThreads::start(threads).unwrap(), max_bytes);
             let (mut expected, mut got) = (Vec::new(), Vec::new());
             for i in 0..40usize {
                 let (column, encoder, array): (usize, _, ArrayRef) = if i % 3 == 0 {
@@ -194,7 +243,7 @@ mod tests {
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn a_failed_page_comes_back_as_its_error_in_its_place() {
         let ints = encoder(DataType::Int64);
-        let mut queue = EncodingQueue::new(2, u64::MAX);
+        let mut queue = EncodingQueue::new(u64::MAX);
         queue.push(0, &ints, rows(Arc::new(Int64Array::from(vec![1, 2]))));
         // Strings given to an integer column's encoder: refused.
         queue.push(1, &ints, rows(Arc::new(StringArray::from(vec!["a"]))));
@@ -206,13 +255,35 @@ mod tests {
         assert!(queue.oldest_page().await.is_none());
     }
 
+    /// Writers (here, 64 handles, as a partitioned write keeps 64 files open) share one set of
+    /// threads, one per core, and their pages run on those threads, not on the caller's.
+    #[test]
+    fn writers_share_one_thread_per_core() {
+        let seen = Arc::new(Mutex::new(std::collections::HashSet::new()));
+        let (done, finished) = mpsc::channel();
+        for _ in 0..64 {
+            let threads = EncodingThreads::shared().unwrap();
+            let (seen, done) = (Arc::clone(&seen), done.clone());
+            threads.run(Box::new(move || {
+                std::thread::sleep(std::time::Duration::from_millis(1));
+                seen.lock().unwrap().insert(std::thread::current().id());
+                done.send(()).unwrap();
+            }));
+        }
+        (0..64).for_each(|_| finished.recv().unwrap());
+        let seen = seen.lock().unwrap();
+        let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+        assert!(!seen.is_empty() && seen.len() <= cores, "{} threads for {cores} cores", seen.len());
+        assert!(!seen.contains(&std::thread::current().id()));
+    }
+
     /// The queue hands back the oldest page before more rows would exceed its bound, and keeps
     /// pages still being encoded while they fit.
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn the_oldest_page_comes_back_before_the_bound_is_passed() {
         let strings = encoder(DataType::Utf8);
         let values: Vec<String> = (0..200_000).map(|v| format!("slow page value {v}")).collect();
-        let mut queue = EncodingQueue::new(1, 100);
+        let mut queue = EncodingQueue::on(EncodingThreads::start(1).unwrap(), 100);
         queue.push(0, &strings, PageRows { arrays: vec![Arc::new(StringArray::from(values))], bytes: 60 });
         // 40 more bytes fit: nothing is handed back unless the page is already encoded.
         if let Some(page) = queue.next_page(40).await {

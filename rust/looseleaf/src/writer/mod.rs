@@ -231,7 +231,7 @@ impl FileWriter {
             fields,
             columns,
             zone_maps,
-            encoding: EncodingQueue::new(threads, queued_bytes),
+            encoding: EncodingQueue::new(queued_bytes),
             options,
             position: 0,
             num_rows: 0,
