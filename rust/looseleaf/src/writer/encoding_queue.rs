@@ -143,7 +143,7 @@ impl EncodingThreads {
         {
             return Some(threads.clone());
         }
-        let threads = Self::start(std::thread::available_parallelism().map_or(1, |n| n.get()))?;
+        let threads = Self::start(super::encoding_threads())?;
         if let Some(inherited) = slot.replace((pid, threads.clone())) {
             // The parent's channel: no thread of this process reads it, and its receiver's
             // lock may have been held when the process forked. Left alone, not dropped.

@@ -244,12 +244,7 @@ fn gather_bytes<T: ByteArrayType>(
         total += spans[*p as usize].1;
         out_offsets.push(T::Offset::usize_as(total));
     }
-    ensure!(
-        T::Offset::from_usize(total).is_some(),
-        invalid,
-        "a batch of this {} column holds more than 2 GiB of data; read it with a smaller batch size",
-        T::DATA_TYPE
-    );
+    let total = output_bytes::<T>(Some(total))?;
     // Neither output is zeroed first: every byte of both is written below.
     // A dictionary repeats its values: a few stored bytes can stand for far more output.
     let mut out: Vec<u8> =
@@ -281,6 +276,19 @@ fn gather_bytes<T: ByteArrayType>(
     Ok(Arc::new(array))
 }
 
+/// `total` bytes of gathered values, if the offsets of `T` can address them (`None`: more than
+/// a `usize` holds).
+fn output_bytes<T: ByteArrayType>(total: Option<usize>) -> Result<usize> {
+    match total.filter(|total| T::Offset::from_usize(*total).is_some()) {
+        Some(total) => Ok(total),
+        None => bail!(
+            invalid,
+            "a batch of this {} column holds more than 2 GiB of data; read it with a smaller batch size",
+            T::DATA_TYPE
+        ),
+    }
+}
+
 /// [`gather_bytes`] of a dictionary whose values (`spans`, as offset and length) are all
 /// `width` bytes long, as flags and codes often are: the `i`th value goes at `i × width`, with
 /// no sum of the lengths before it, and one-byte values are a plain byte lookup. (Two columns
@@ -293,14 +301,7 @@ fn gather_same_width<T: ByteArrayType>(
     nulls: Option<NullBuffer>,
 ) -> Result<ArrayRef> {
     const CHUNK: usize = 16;
-    let total = positions.len().checked_mul(width).filter(|total| T::Offset::from_usize(*total).is_some());
-    let Some(total) = total else {
-        bail!(
-            invalid,
-            "a batch of this {} column holds more than 2 GiB of data; read it with a smaller batch size",
-            T::DATA_TYPE
-        );
-    };
+    let total = output_bytes::<T>(positions.len().checked_mul(width))?;
     let data = values.value_data();
     // A dictionary repeats its values: a few stored bytes can stand for far more output.
     let reserve = limits::block_bytes(total as u64, 1, "dictionary values")? + CHUNK;
