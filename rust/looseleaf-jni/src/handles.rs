@@ -210,7 +210,7 @@ impl Reader {
     pub fn open(location: &str, options: &[String]) -> Result<Self, Failure> {
         let options = storage_options(options)?;
         let location = Location::parse(location)?;
-        let reader = runtime()?.block_on(location.open(&options))?;
+        let reader = runtime()?.block_on(FileReader::open_location(&location, &options))?;
         let schema_message = spark_form::schema(reader.schema())
             .map(|schema| schema_message(&schema))
             .map_err(|e| e.with_location(reader.location()).to_string());

@@ -12,7 +12,7 @@ use futures::TryStreamExt;
 use looseleaf::filter::Predicate;
 use looseleaf::io::{ColumnPlan, IoPlan, RequestKind};
 use looseleaf::read::FilteredPlan;
-use looseleaf::read::selection::row_numbers;
+use looseleaf::selection::row_numbers;
 use looseleaf::{FileReader, IoStats, Location, OptionValue, ReadBuilder, ReadOptions, StatValue};
 use pyo3::buffer::PyBuffer;
 use pyo3::prelude::*;
@@ -235,7 +235,7 @@ impl PyFileReader {
         let options = read_options(options)?;
         let storage = crate::storage::storage_options(storage_options)?;
         let location = Location::parse(&text).py_err()?;
-        let file = wait(py, async move { location.open(&storage).await })?.py_err()?;
+        let file = wait(py, async move { FileReader::open_location(&location, &storage).await })?.py_err()?;
         Ok(Self { file: file.with_options(options) })
     }
 

@@ -3,7 +3,6 @@
 //! subclass (`looseleaf.trace.Trace`) draws.
 
 use looseleaf::Trace;
-use looseleaf::io::RequestKind;
 use looseleaf::trace::{SpanKind, TraceSnapshot};
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyList};
@@ -45,8 +44,8 @@ fn snapshot_dict<'py>(py: Python<'py>, snapshot: &TraceSnapshot) -> PyResult<Bou
         entry.set_item("request", read.request)?;
         entry.set_item("read", read.index)?;
         entry.set_item("column", read.column)?;
-        entry.set_item("priority", read.priority.0)?;
-        entry.set_item("known", read.kind == RequestKind::Direct)?;
+        entry.set_item("priority", read.priority)?;
+        entry.set_item("known", read.known)?;
         entry.set_item("offset", read.range.start)?;
         entry.set_item("end", read.range.end)?;
         entry.set_item("bytes", read.num_bytes())?;
@@ -68,10 +67,10 @@ fn snapshot_dict<'py>(py: Python<'py>, snapshot: &TraceSnapshot) -> PyResult<Bou
         entry.set_item("end_us", span.end)?;
         match span.kind {
             SpanKind::SchedulingLoop | SpanKind::WaitForRoom => {}
-            SpanKind::SchedulePage { priority } => entry.set_item("priority", priority.0)?,
+            SpanKind::SchedulePage { priority } => entry.set_item("priority", priority)?,
             SpanKind::Indirect { column, priority } => {
                 entry.set_item("column", column)?;
-                entry.set_item("priority", priority.0)?;
+                entry.set_item("priority", priority)?;
             }
             SpanKind::WaitForPages { step, rows } | SpanKind::Decode { step, rows } => {
                 entry.set_item("step", step)?;

@@ -78,7 +78,8 @@ impl PyFileWriter {
             checksums,
             zone_map_rows,
         })?;
-        let writer = wait(py, async move { location.create(schema, options, &storage).await })?.py_err()?;
+        let writer = wait(py, async move { FileWriter::create_location(&location, schema, options, &storage).await })?
+            .py_err()?;
         Ok(Self { writer: Mutex::new(Some(writer)), location: display })
     }
 

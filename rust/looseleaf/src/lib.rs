@@ -74,25 +74,29 @@ pub mod format;
 pub mod io;
 mod options;
 pub mod read;
+pub mod selection;
 pub mod spark_form;
 pub mod storage;
 pub mod trace;
+mod units;
 mod writer;
 
+pub use encodings::policy::{ColumnPolicies, EncodingKind, EncodingPolicy};
 pub use encodings::statistics::StatValue;
-pub use encodings::strategy::{ColumnPolicies, EncodingKind, EncodingPolicy};
 pub use error::{Error, Result, SourceError};
 pub use format::proto::Compression;
 pub use io::{IoBudget, IoOptions, IoPlan, IoStats};
 pub use options::{
-    ByteCount, DEFAULT_BATCH_BYTES, DEFAULT_BATCH_MAX_BYTES, DEFAULT_BATCH_SIZE, DEFAULT_DICTIONARY_BATCH_SIZE,
-    OptionValue, READ_OPTION_NAMES, ReadOptions,
+    DEFAULT_BATCH_BYTES, DEFAULT_BATCH_MAX_BYTES, DEFAULT_BATCH_SIZE, DEFAULT_DICTIONARY_BATCH_SIZE, OptionValue,
+    READ_OPTION_NAMES, ReadOptions,
 };
 pub use read::metrics::ReadTimings;
 pub use read::{
     ColumnBounds, ColumnSummary, Comparison, FileMetadata, FileReader, PagePredicate, PageSummary, ReadBuilder,
-    RecordBatchStream, RowSelection,
+    RecordBatchStream,
 };
+pub use selection::RowSelection;
 pub use storage::{Location, StorageOptions};
 pub use trace::Trace;
+pub use units::ByteCount;
 pub use writer::{DEFAULT_PAGE_SIZE, FileWriter, FinishedFile, WriterOptions};

@@ -17,7 +17,6 @@ use arrow_array::{ArrayRef, Int32Array, Int64Array, RecordBatch, Scalar, StringA
 use arrow_schema::{DataType, Field, Schema, SchemaRef};
 use common::{nz, read_to_end, write_file};
 use looseleaf::filter::{CompareOp, Predicate};
-use looseleaf::io::RequestKind;
 use looseleaf::trace::{Lane, TraceSnapshot};
 use looseleaf::{ByteCount, FileReader, IoOptions, IoPlan, ReadBuilder, Trace};
 
@@ -70,7 +69,7 @@ fn direct_plan_reads(plan: &IoPlan, columns: Option<&BTreeSet<u32>>) -> Vec<(u64
     sorted(
         plan.requests
             .iter()
-            .filter(|r| r.kind == RequestKind::Direct && columns.is_none_or(|c| c.contains(&r.column)))
+            .filter(|r| r.known() && columns.is_none_or(|c| c.contains(&r.column)))
             .flat_map(|r| r.reads.clone())
             .collect(),
     )
@@ -81,7 +80,7 @@ fn direct_traced_reads(trace: &TraceSnapshot, columns: Option<&BTreeSet<u32>>) -
         trace
             .reads
             .iter()
-            .filter(|r| r.known() && columns.is_none_or(|c| c.contains(&r.column)))
+            .filter(|r| r.known && columns.is_none_or(|c| c.contains(&r.column)))
             .map(|r| r.range.clone())
             .collect(),
     )
@@ -128,7 +127,7 @@ fn check_trace(trace: &TraceSnapshot, rows: u64, reads: u64, what: &str) {
 /// then requests each page of items those lists reach, so the counts differ.)
 fn check_indirect(trace: &TraceSnapshot, plan: &IoPlan, what: &str) {
     let planned: Vec<u64> = plan.requests.iter().filter(|r| !r.known()).map(|r| r.priority.0).collect();
-    let traced: Vec<u64> = trace.reads.iter().filter(|r| !r.known()).map(|r| r.priority.0).collect();
+    let traced: Vec<u64> = trace.reads.iter().filter(|r| !r.known).map(|r| r.priority).collect();
     assert_eq!(planned.is_empty(), traced.is_empty(), "{what}: planned {planned:?}, traced {traced:?}");
     let first = planned.iter().min().copied().unwrap_or(0);
     assert!(traced.iter().all(|&p| p >= first), "{what}: planned {planned:?}, traced {traced:?}");

@@ -101,7 +101,7 @@ impl Dataset {
             (Some(first), _) => first.schema().clone(),
             (None, Some(schema_file)) => {
                 let location = Location::parse(&schema_file)?;
-                location.open(&options.storage).await?.schema().clone()
+                FileReader::open_location(&location, &options.storage).await?.schema().clone()
             }
             (None, None) => bail!(invalid, "{name}: no looseleaf files there"),
         };
@@ -223,7 +223,7 @@ async fn open_all(found: &[FoundFile], options: &DatasetOptions) -> Result<Vec<F
     let opens = found.iter().map(|file| {
         let (location, storage, read) = (file.location.clone(), options.storage.clone(), options.read.clone());
         async move {
-            let reader = Location::parse(&location)?.open(&storage).await?;
+            let reader = FileReader::open_location(&Location::parse(&location)?, &storage).await?;
             Ok::<_, Error>(reader.with_options(read))
         }
     });

@@ -39,9 +39,10 @@ use super::commit_log::{COMMITS_DIR, Commit, CommitLog, CommitMode, FORMAT_VERSI
 use super::writer::{LayoutOptions, PartitionedFiles};
 use super::{DATA_SUFFIX, LEGACY_SCHEMA_FILE, directory_files};
 use crate::error::{Error, Result};
+use crate::read::FileReader;
 use crate::spark_form;
 use crate::storage::{Location, StorageOptions};
-use crate::writer::WriterOptions;
+use crate::writer::{FileWriter, WriterOptions};
 
 /// The directory of a dataset's schema files (one per commit, a file with no rows).
 pub const SCHEMAS_DIR: &str = "_schemas";
@@ -368,7 +369,9 @@ async fn existing_schema(
         }
     };
     match source {
-        Some(source) => Ok(Some(Location::parse(&source)?.open(options).await?.schema().clone())),
+        Some(source) => {
+            Ok(Some(FileReader::open_location(&Location::parse(&source)?, options).await?.schema().clone()))
+        }
         None => Ok(None),
     }
 }
@@ -413,7 +416,7 @@ fn describe(schema: &Schema) -> String {
 
 /// Writes a file of `schema` with no rows (visible whole or not at all).
 async fn write_schema_file(location: &Location, options: &StorageOptions, schema: &SchemaRef) -> Result<()> {
-    location.create(schema.clone(), WriterOptions::default(), options).await?.finish().await?;
+    FileWriter::create_location(location, schema.clone(), WriterOptions::default(), options).await?.finish().await?;
     Ok(())
 }
 
@@ -458,7 +461,10 @@ mod tests {
         )
         .unwrap();
         let location = job.directory().child(&name).unwrap();
-        let mut writer = location.create(schema, WriterOptions::default(), &StorageOptions::new()).await.unwrap();
+        let mut writer =
+            FileWriter::create_location(&location, schema, WriterOptions::default(), &StorageOptions::new())
+                .await
+                .unwrap();
         writer.write(&batch).await.unwrap();
         writer.finish().await.unwrap();
         name

@@ -248,8 +248,13 @@ impl PartitionedFiles {
         self.files_started += 1;
         let relative = if directory.is_empty() { name } else { format!("{directory}/{name}") };
         let location = self.root.child(&relative)?;
-        let writer =
-            location.create(self.file_schema.clone(), self.options.writer.clone(), &self.options.storage).await?;
+        let writer = FileWriter::create_location(
+            &location,
+            self.file_schema.clone(),
+            self.options.writer.clone(),
+            &self.options.storage,
+        )
+        .await?;
         let location = location.to_string();
         self.open.insert(directory.to_string(), OpenFile { writer, relative, location, last_write: self.writes });
         Ok(())

@@ -17,6 +17,7 @@ pub mod data_block;
 pub mod limits;
 pub mod logical;
 pub mod physical;
+pub mod policy;
 pub mod statistics;
 pub mod strategy;
 

@@ -9,12 +9,74 @@
 //! omitted). Other values get a null count only.
 
 use arrow_buffer::ArrowNativeType;
+use arrow_schema::DataType;
 use half::f16;
 
 use super::DataBlock;
 use super::physical::integers::read_int;
-use super::strategy::ValueKind;
 use crate::format::proto::PageStatistics;
+
+/// What a column's values are, for the encoder: it sees only bytes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ValueKind {
+    /// Integers (or values ordered as integers: dates, times, decimals...).
+    Integer {
+        /// Whether negative values exist.
+        signed: bool,
+    },
+    /// Floating point numbers.
+    Float,
+    /// Booleans.
+    Boolean,
+    /// Strings and binaries.
+    Bytes,
+    /// Other fixed-width values (fixed-size binaries, intervals, wide decimals, lists).
+    Opaque,
+}
+
+impl ValueKind {
+    /// The kind of the values of `data_type` (of a dictionary's values for dictionaries).
+    pub fn of(data_type: &DataType) -> Self {
+        match data_type {
+            DataType::Int8
+            | DataType::Int16
+            | DataType::Int32
+            | DataType::Int64
+            | DataType::Date32
+            | DataType::Date64
+            | DataType::Time32(_)
+            | DataType::Time64(_)
+            | DataType::Timestamp(..)
+            | DataType::Duration(_)
+            | DataType::Decimal32(..)
+            | DataType::Decimal64(..)
+            | DataType::Decimal128(..)
+            | DataType::Interval(arrow_schema::IntervalUnit::YearMonth) => Self::Integer { signed: true },
+            DataType::UInt8 | DataType::UInt16 | DataType::UInt32 | DataType::UInt64 => Self::Integer { signed: false },
+            DataType::Float16 | DataType::Float32 | DataType::Float64 => Self::Float,
+            DataType::Boolean => Self::Boolean,
+            DataType::Utf8
+            | DataType::LargeUtf8
+            | DataType::Utf8View
+            | DataType::Binary
+            | DataType::LargeBinary
+            | DataType::BinaryView => Self::Bytes,
+            DataType::Dictionary(_, value) => Self::of(value),
+            _ => Self::Opaque,
+        }
+    }
+}
+
+impl ValueKind {
+    /// The kind of the values the pages of a column of `data_type` hold: that of the items of
+    /// fixed-size lists (stored in the list's column), else [`ValueKind::of`].
+    pub fn of_stored(data_type: &DataType) -> Self {
+        match data_type {
+            DataType::FixedSizeList(item, _) => Self::of_stored(item.data_type()),
+            other => Self::of(other),
+        }
+    }
+}
 
 /// Longest string bound stored.
 pub const MAX_BOUND_BYTES: usize = 64;

@@ -17,197 +17,21 @@
 //! random access reads all runs or the whole dictionary), and plain wins unless something saves
 //! a tenth of it. An [`EncodingPolicy`] per column can force or forbid encodings.
 
-use std::collections::{HashMap, HashSet};
-use std::str::FromStr;
+use std::collections::HashSet;
 
 use ahash::RandomState;
 use arrow_buffer::{BooleanBuffer, Buffer, MutableBuffer};
-use arrow_schema::DataType;
 
 use super::physical::integers::{BLOCK, bits_needed, read_int, write_int};
 use super::physical::{alp, alp_rd, bitpacked, delta, encode_block, fsst, onpair};
+use super::policy::{EncodingKind, EncodingPolicy};
+use super::statistics::ValueKind;
 use super::{DataBlock, FixedWidthBlock, VariableWidthBlock};
-use crate::error::{Error, Result, bail};
+use crate::error::{Result, bail};
 use crate::format::proto::{self, encoding::Kind};
 
 /// A set hashed with aHash: its values come from the data, counted and compared many times.
 type FastSet<T> = HashSet<T, RandomState>;
-
-/// The encodings a policy can name.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub enum EncodingKind {
-    /// Values stored as they are.
-    Plain,
-    /// One value for the whole page.
-    Constant,
-    /// Frame of reference and bit-packing (integers).
-    Bitpacked,
-    /// Bit-packed differences (non-decreasing integers).
-    Delta,
-    /// Run-length.
-    Rle,
-    /// Dictionary of distinct values.
-    Dictionary,
-    /// FSST string compression.
-    Fsst,
-    /// Floats split into coded high bits and packed low bits (ALP-RD).
-    AlpRd,
-    /// Floats that are decimals, as integers (ALP).
-    Alp,
-    /// Strings as codes of tokens from a learnt dictionary (OnPair).
-    OnPair,
-}
-
-impl EncodingKind {
-    /// Every encoding a policy can name.
-    pub const ALL: [EncodingKind; 10] = [
-        Self::Plain,
-        Self::Constant,
-        Self::Bitpacked,
-        Self::Delta,
-        Self::Rle,
-        Self::Dictionary,
-        Self::Fsst,
-        Self::AlpRd,
-        Self::Alp,
-        Self::OnPair,
-    ];
-
-    /// The name used in options (`plain`, `constant`, `bitpacked`, `delta`, `rle`, `dictionary`,
-    /// `fsst`, `alp_rd`, `alp`, `onpair`).
-    pub fn name(self) -> &'static str {
-        match self {
-            Self::Plain => "plain",
-            Self::Constant => "constant",
-            Self::Bitpacked => "bitpacked",
-            Self::Delta => "delta",
-            Self::Rle => "rle",
-            Self::Dictionary => "dictionary",
-            Self::Fsst => "fsst",
-            Self::AlpRd => "alp_rd",
-            Self::Alp => "alp",
-            Self::OnPair => "onpair",
-        }
-    }
-}
-
-impl FromStr for EncodingKind {
-    type Err = Error;
-
-    fn from_str(name: &str) -> Result<Self> {
-        Ok(match name.to_ascii_lowercase().as_str() {
-            "plain" => Self::Plain,
-            "constant" => Self::Constant,
-            "bitpacked" | "bitpacking" | "for" => Self::Bitpacked,
-            "delta" => Self::Delta,
-            "rle" | "run_length" => Self::Rle,
-            "dictionary" | "dict" => Self::Dictionary,
-            "fsst" => Self::Fsst,
-            "alp_rd" | "alprd" => Self::AlpRd,
-            "alp" => Self::Alp,
-            "onpair" | "on_pair" => Self::OnPair,
-            other => {
-                let known: Vec<&str> = Self::ALL.iter().map(|kind| kind.name()).collect();
-                return Err(Error::invalid_argument(format!(
-                    "unknown encoding {other:?} (known: {})",
-                    known.join(", ")
-                )));
-            }
-        })
-    }
-}
-
-/// Which encodings a column may use.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct EncodingPolicy {
-    /// Use this encoding for the column's values (an error if it cannot store a page).
-    pub force: Option<EncodingKind>,
-    /// Never use these, anywhere in the column's pages.
-    pub forbid: HashSet<EncodingKind>,
-}
-
-impl EncodingPolicy {
-    /// Plain values only: every other encoding forbidden (predictable layouts, for tests and
-    /// for data that does not compress).
-    pub fn plain_only() -> Self {
-        Self {
-            force: None,
-            forbid: EncodingKind::ALL.into_iter().filter(|kind| *kind != EncodingKind::Plain).collect(),
-        }
-    }
-
-    fn allows(&self, kind: EncodingKind) -> bool {
-        kind == EncodingKind::Plain || !self.forbid.contains(&kind)
-    }
-
-    /// The policy of the values inside an encoding (dictionary indices, run values...): the
-    /// same prohibitions, nothing forced.
-    fn nested(&self) -> EncodingPolicy {
-        EncodingPolicy { force: None, forbid: self.forbid.clone() }
-    }
-}
-
-/// What a column's values are, for the encoder: it sees only bytes.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum ValueKind {
-    /// Integers (or values ordered as integers: dates, times, decimals...).
-    Integer {
-        /// Whether negative values exist.
-        signed: bool,
-    },
-    /// Floating point numbers.
-    Float,
-    /// Booleans.
-    Boolean,
-    /// Strings and binaries.
-    Bytes,
-    /// Other fixed-width values (fixed-size binaries, intervals, wide decimals, lists).
-    Opaque,
-}
-
-impl ValueKind {
-    /// The kind of the values of `data_type` (of a dictionary's values for dictionaries).
-    pub fn of(data_type: &DataType) -> Self {
-        match data_type {
-            DataType::Int8
-            | DataType::Int16
-            | DataType::Int32
-            | DataType::Int64
-            | DataType::Date32
-            | DataType::Date64
-            | DataType::Time32(_)
-            | DataType::Time64(_)
-            | DataType::Timestamp(..)
-            | DataType::Duration(_)
-            | DataType::Decimal32(..)
-            | DataType::Decimal64(..)
-            | DataType::Decimal128(..)
-            | DataType::Interval(arrow_schema::IntervalUnit::YearMonth) => Self::Integer { signed: true },
-            DataType::UInt8 | DataType::UInt16 | DataType::UInt32 | DataType::UInt64 => Self::Integer { signed: false },
-            DataType::Float16 | DataType::Float32 | DataType::Float64 => Self::Float,
-            DataType::Boolean => Self::Boolean,
-            DataType::Utf8
-            | DataType::LargeUtf8
-            | DataType::Utf8View
-            | DataType::Binary
-            | DataType::LargeBinary
-            | DataType::BinaryView => Self::Bytes,
-            DataType::Dictionary(_, value) => Self::of(value),
-            _ => Self::Opaque,
-        }
-    }
-}
-
-impl ValueKind {
-    /// The kind of the values the pages of a column of `data_type` hold: that of the items of
-    /// fixed-size lists (stored in the list's column), else [`ValueKind::of`].
-    pub fn of_stored(data_type: &DataType) -> Self {
-        match data_type {
-            DataType::FixedSizeList(item, _) => Self::of_stored(item.data_type()),
-            other => Self::of(other),
-        }
-    }
-}
 
 /// Encodes the pages of one column.
 #[derive(Debug, Clone)]
@@ -992,20 +816,4 @@ fn fill_nulls(values: DataBlock, validity: &BooleanBuffer) -> Result<DataBlock> 
         }
     }
     Ok(DataBlock::FixedWidth(FixedWidthBlock { data: Buffer::from_vec(data), ..block }))
-}
-
-/// Encoding policies by column path, with the default for the others.
-#[derive(Debug, Clone, Default)]
-pub struct ColumnPolicies {
-    /// Policies of named columns (dotted paths).
-    pub columns: HashMap<String, EncodingPolicy>,
-    /// The policy of the other columns.
-    pub default: EncodingPolicy,
-}
-
-impl ColumnPolicies {
-    /// The policy of the column at `path`.
-    pub fn get(&self, path: &str) -> EncodingPolicy {
-        self.columns.get(path).cloned().unwrap_or_else(|| self.default.clone())
-    }
 }

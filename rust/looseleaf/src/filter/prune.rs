@@ -18,10 +18,10 @@ use arrow_schema::DataType;
 
 use super::bind::{BoundColumn, BoundPredicate, constant_as_bool, constant_as_integer, constant_bytes};
 use super::predicate::{CompareOp, NullMatching};
+use crate::encodings::statistics::ValueKind;
 use crate::encodings::statistics::{StatValue, decode_bound};
-use crate::encodings::strategy::ValueKind;
 use crate::format::proto::PageStatistics;
-use crate::read::RowSelection;
+use crate::selection::RowSelection;
 
 /// The statistics of one column per zone of rows.
 #[derive(Debug, Clone)]

@@ -35,7 +35,7 @@ use std::num::NonZeroUsize;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, RwLock, Weak};
 
-use crate::options::ByteCount;
+use crate::units::ByteCount;
 
 /// A byte budget and an I/O depth shared by the reads it is given to (see the module
 /// documentation). Cheap to clone; clones are the same budget. Two budgets are equal when they

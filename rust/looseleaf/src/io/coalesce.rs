@@ -8,7 +8,7 @@
 
 use std::ops::Range;
 
-use crate::options::ByteCount;
+use crate::units::ByteCount;
 
 /// How ranges are merged and split.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

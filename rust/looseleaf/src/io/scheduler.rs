@@ -77,8 +77,8 @@ use super::{
     coalesce_ranges,
 };
 use crate::error::{Error, Result};
-use crate::options::ByteCount;
 use crate::trace::{SpanKind, Trace};
+use crate::units::ByteCount;
 
 /// Settings of an [`IoScheduler`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -541,7 +541,9 @@ impl EncodingsIo for IoScheduler {
             return Box::pin(futures::future::ready(Ok(empty)));
         }
         let trace_id = match &inner.trace {
-            Some(trace) => trace.request_queued(request.column, request.priority, request.kind, &reads),
+            Some(trace) => {
+                trace.request_queued(request.column, request.priority.0, request.kind == RequestKind::Direct, &reads)
+            }
             None => 0,
         };
         let (sender, receiver) = oneshot::channel();
@@ -606,7 +608,7 @@ impl EncodingsIo for IoScheduler {
                 self.inner.runtime.spawn(async move {
                     let start = trace.now();
                     step.await;
-                    trace.span(SpanKind::Indirect { column: hint.column, priority: hint.priority }, start);
+                    trace.span(SpanKind::Indirect { column: hint.column, priority: hint.priority.0 }, start);
                 });
             }
         }

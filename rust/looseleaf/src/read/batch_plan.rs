@@ -27,8 +27,8 @@ use std::collections::{BinaryHeap, HashMap, VecDeque};
 use std::sync::Arc;
 
 use super::field_scheduler::{ColumnPages, RowPriority};
-use super::selection::RowSelection;
 use crate::format::schema::{FieldColumns, Layout};
+use crate::selection::RowSelection;
 
 /// One decode step: `rows` rows, the last of an output batch if `ends_batch`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -22,7 +22,9 @@ use crate::format::proto::{ColumnMetadata, Footer};
 use crate::format::schema::{FieldColumns, schema_from_proto};
 use crate::format::{self, ColumnEntry, FileTail, TAIL_LEN};
 use crate::io::{CoalesceOptions, IoOptions, LocalFileReader, RangeReader, coalesce_ranges};
-use crate::options::{ByteCount, ReadOptions};
+use crate::options::ReadOptions;
+use crate::storage::{Location, StorageOptions};
+use crate::units::ByteCount;
 
 /// An open looseleaf file. Cheap to clone; safe to read from several tasks at once.
 #[derive(Clone)]
@@ -77,6 +79,14 @@ impl FileReader {
     pub async fn open(reader: Arc<dyn RangeReader>) -> Result<Self> {
         let location = reader.location().to_string();
         Self::open_inner(reader).await.map_err(|e| e.with_location(&location))
+    }
+
+    /// Opens the file at `location`, reached with `options`.
+    ///
+    /// # Errors
+    /// As [`open`](Self::open); [`Error::InvalidArgument`] if the store refuses `options`.
+    pub async fn open_location(location: &Location, options: &StorageOptions) -> Result<Self> {
+        Self::open(crate::io::range_reader(location, options)?).await
     }
 
     /// Opens a local file.

@@ -35,13 +35,13 @@ use futures::StreamExt;
 use tokio::sync::mpsc;
 
 use super::read_builder::{ReadBuilder, RecordBatchStream};
-use super::selection::RowSelection;
 use crate::error::{Error, Result};
 use crate::filter::evaluate::{FilterColumns, evaluate};
 use crate::filter::prune::candidate_rows;
 use crate::filter::{BoundPredicate, ZoneCounts};
 use crate::io::IoPlan;
 use crate::read::metrics::ReadMetrics;
+use crate::selection::RowSelection;
 
 /// Most rows of one chunk of stages 2 and 3.
 pub const MAX_CHUNK_ROWS: u64 = 1 << 20;

@@ -36,7 +36,6 @@ pub mod pages;
 mod projection;
 mod read_builder;
 pub mod scheduling_loop;
-pub mod selection;
 mod summary;
 mod zone_maps;
 
@@ -44,5 +43,5 @@ pub use file_reader::FileReader;
 pub use filtered_read::{FilterCounts, FilterStats, FilteredPlan};
 pub use page_statistics::{ColumnBounds, Comparison, PagePredicate};
 pub use read_builder::{ReadBuilder, RecordBatchStream};
-pub use selection::RowSelection;
+
 pub use summary::{ColumnSummary, FileMetadata, PageSummary};

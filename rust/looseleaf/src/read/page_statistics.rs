@@ -16,7 +16,8 @@ use crate::encodings::statistics::{StatValue, decode_bound};
 use crate::error::Result;
 use crate::format::proto::Compression;
 use crate::read::summary::describe_columns;
-use crate::read::{FileReader, PageSummary, RowSelection};
+use crate::read::{FileReader, PageSummary};
+use crate::selection::RowSelection;
 
 /// A comparison of a column with a constant.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -32,12 +32,12 @@ use super::filtered_read::{FilterCounts, FilterStats, FilteredPlan};
 use super::metrics::{ReadMetrics, ReadTimings};
 use super::pages::ReadContext;
 use super::scheduling_loop::{ColumnJob, run_scheduling_loop};
-use super::selection::RowSelection;
 use crate::error::{Result, bail, ensure};
 use crate::filter::Predicate;
 use crate::format::schema::{FieldColumns, Layout};
 use crate::io::{EncodingsIo, IoBudget, IoOptions, IoPlan, IoScheduler, IoStats, PlanningIo};
 use crate::options::{DEFAULT_BATCH_BYTES, DEFAULT_BATCH_MAX_BYTES, ReadOptions};
+use crate::selection::RowSelection;
 use crate::trace::{SpanKind, Trace, TraceInfo};
 
 /// Which rows a read wants, as given (checked against the file when the read starts).

@@ -106,7 +106,7 @@ fn schedule_jobs(
         let traced = trace.map(|trace| (trace, trace.now()));
         job.schedule_next(io)?;
         if let Some((trace, start)) = traced {
-            trace.span(SpanKind::SchedulePage { priority }, start);
+            trace.span(SpanKind::SchedulePage { priority: priority.0 }, start);
         }
         if let Some(priority) = job.next_priority() {
             heap.push(Reverse((priority, index)));

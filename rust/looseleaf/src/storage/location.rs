@@ -17,15 +17,12 @@ use std::fmt;
 use std::path::PathBuf;
 use std::sync::{Arc, LazyLock};
 
-use arrow_schema::SchemaRef;
 use object_store::ObjectStore;
 use object_store::memory::InMemory;
 use object_store::path::Path as ObjectPath;
 
 use super::stores::{StorageOptions, StorePurpose, object_store_for};
 use crate::error::{Error, Result, bail};
-use crate::io::{IoOptions, LocalFileReader, ObjectStoreReader, RangeReader};
-use crate::{FileReader, FileWriter, WriterOptions};
 
 /// The store behind `memory://` locations, shared by every reader and writer of the process.
 static MEMORY: LazyLock<Arc<InMemory>> = LazyLock::new(|| Arc::new(InMemory::new()));
@@ -166,50 +163,6 @@ impl Location {
                 Ok((object_store_for(*kind, root, options, purpose)?, path.clone()))
             }
         }
-    }
-
-    /// A reader of the file at this location, with the I/O settings of its kind of storage.
-    ///
-    /// # Errors
-    /// [`Error::Io`] if a local file cannot be opened; [`Error::InvalidArgument`] if the store
-    /// refuses `options`.
-    pub fn range_reader(&self, options: &StorageOptions) -> Result<Arc<dyn RangeReader>> {
-        Ok(match self {
-            Self::Local(path) => Arc::new(LocalFileReader::open(path)?.with_memory_map(options.memory_map()?)),
-            // An in-process store answers as fast as a local disk: local I/O settings.
-            Self::Memory(path) => Arc::new(
-                ObjectStoreReader::new(MEMORY.clone(), path.clone(), self.to_string())
-                    .with_io_defaults(IoOptions::LOCAL),
-            ),
-            Self::Remote { .. } => {
-                let (store, path) = self.object_store(options, StorePurpose::Read)?;
-                Arc::new(ObjectStoreReader::new(store, path, self.to_string()).with_secrets(options.secrets()))
-            }
-        })
-    }
-
-    /// Opens the file at this location.
-    ///
-    /// # Errors
-    /// As [`FileReader::open`]; [`Error::InvalidArgument`] if the store refuses `options`.
-    pub async fn open(&self, options: &StorageOptions) -> Result<FileReader> {
-        FileReader::open(self.range_reader(options)?).await
-    }
-
-    /// Starts writing a file at this location, visible only once finished (a local file is
-    /// written under a temporary name and renamed; an object is a multipart upload completed by
-    /// [`FileWriter::finish`]).
-    ///
-    /// # Errors
-    /// As [`FileWriter::try_new`]; [`Error::InvalidArgument`] if the store refuses `options`.
-    pub async fn create(
-        &self,
-        schema: SchemaRef,
-        writer: WriterOptions,
-        options: &StorageOptions,
-    ) -> Result<FileWriter> {
-        let (store, path) = self.object_store(options, StorePurpose::Write)?;
-        FileWriter::try_new_named(store, &path, self.to_string(), schema, writer).await
     }
 
     /// The local path, for a local file.

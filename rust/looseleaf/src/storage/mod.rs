@@ -24,3 +24,4 @@ pub use errors::{StoreError, StoreErrorKind};
 pub use location::{Location, StoreKind};
 pub use objects::ObjectInfo;
 pub use stores::StorageOptions;
+pub(crate) use stores::StorePurpose;

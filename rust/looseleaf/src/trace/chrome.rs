@@ -31,8 +31,8 @@ fn tid(lane: Lane, thread: u32) -> u64 {
 fn span_args(kind: SpanKind) -> Value {
     match kind {
         SpanKind::SchedulingLoop | SpanKind::WaitForRoom => json!({}),
-        SpanKind::SchedulePage { priority } => json!({ "priority": priority.0 }),
-        SpanKind::Indirect { column, priority } => json!({ "column": column, "priority": priority.0 }),
+        SpanKind::SchedulePage { priority } => json!({ "priority": priority }),
+        SpanKind::Indirect { column, priority } => json!({ "column": column, "priority": priority }),
         SpanKind::WaitForPages { step, rows } | SpanKind::Decode { step, rows } => {
             json!({ "step": step, "rows": rows })
         }
@@ -93,8 +93,8 @@ pub(super) fn to_chrome_json(trace: &TraceSnapshot) -> String {
             "request": read.request,
             "read": read.index,
             "column": read.column,
-            "priority": read.priority.0,
-            "kind": if read.known() { "direct" } else { "indirect" },
+            "priority": read.priority,
+            "kind": if read.known { "direct" } else { "indirect" },
             "offset": read.range.start,
             "end": read.range.end,
             "bytes": read.num_bytes(),

@@ -48,8 +48,6 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use std::thread::ThreadId;
 use std::time::Instant;
 
-use crate::io::{Priority, RequestKind};
-
 /// A recorder of the events of one or more reads. Cheap to clone: clones share the events.
 ///
 /// `Send` and `Sync`: the read's loops record into it from their own threads.
@@ -78,7 +76,7 @@ struct State {
 
 /// What was recorded, in the order it was.
 enum Event {
-    Queued { request: u64, at: u64, column: u32, priority: Priority, kind: RequestKind, reads: Vec<Range<u64>> },
+    Queued { request: u64, at: u64, column: u32, priority: u64, known: bool, reads: Vec<Range<u64>> },
     Issued { request: u64, read: usize, at: u64, bypassed: bool, urgent: bool },
     Completed { request: u64, read: usize, at: u64, ok: bool },
     Budget(BudgetSample),
@@ -119,9 +117,10 @@ pub struct TracedRead {
     /// The column the request reads.
     pub column: u32,
     /// The request's priority: the lowest top-level row it serves.
-    pub priority: Priority,
-    /// Direct (known from metadata) or indirect (computed from bytes read earlier).
-    pub kind: RequestKind,
+    pub priority: u64,
+    /// Whether its request was known from metadata alone (direct, as a plan lists it), not
+    /// computed from bytes read earlier (indirect).
+    pub known: bool,
     /// The bytes of the file read.
     pub range: Range<u64>,
     /// When its request was queued (µs since the trace was created).
@@ -144,11 +143,6 @@ impl TracedRead {
     /// Bytes read.
     pub fn num_bytes(&self) -> u64 {
         self.range.end - self.range.start
-    }
-
-    /// Whether its request was known from metadata alone (direct), as a plan lists it.
-    pub fn known(&self) -> bool {
-        self.kind == RequestKind::Direct
     }
 }
 
@@ -199,7 +193,7 @@ pub enum SpanKind {
     /// One page scheduled: its requests submitted, its decoder sent on.
     SchedulePage {
         /// The page's priority (the lowest top-level row it serves).
-        priority: Priority,
+        priority: u64,
     },
     /// The scheduling loop waiting for room in the I/O queue.
     WaitForRoom,
@@ -208,7 +202,7 @@ pub enum SpanKind {
         /// The column it reads.
         column: u32,
         /// The priority of its follow-up.
-        priority: Priority,
+        priority: u64,
     },
     /// The decode loop waiting for the pages of a step.
     WaitForPages {
@@ -328,14 +322,14 @@ impl Trace {
         let mut budget = Vec::new();
         for event in &state.events {
             match event {
-                Event::Queued { request, at, column, priority, kind, reads: ranges } => {
+                Event::Queued { request, at, column, priority, known, reads: ranges } => {
                     first_read.insert(*request, reads.len());
                     reads.extend(ranges.iter().enumerate().map(|(index, range)| TracedRead {
                         request: *request,
                         index,
                         column: *column,
                         priority: *priority,
-                        kind: *kind,
+                        known: *known,
                         range: range.clone(),
                         queued: *at,
                         issued: None,
@@ -387,16 +381,10 @@ impl Trace {
 
     /// Records a request queued with these storage reads; returns its number, for
     /// [`read_issued`](Self::read_issued) and [`read_completed`](Self::read_completed).
-    pub(crate) fn request_queued(
-        &self,
-        column: u32,
-        priority: Priority,
-        kind: RequestKind,
-        reads: &[Range<u64>],
-    ) -> u64 {
+    pub(crate) fn request_queued(&self, column: u32, priority: u64, known: bool, reads: &[Range<u64>]) -> u64 {
         let request = self.inner.next_request.fetch_add(1, Ordering::Relaxed);
         let at = self.now();
-        let event = Event::Queued { request, at, column, priority, kind, reads: reads.to_vec() };
+        let event = Event::Queued { request, at, column, priority, known, reads: reads.to_vec() };
         self.lock().events.push(event);
         request
     }
@@ -452,8 +440,8 @@ mod tests {
     #[test]
     fn a_snapshot_joins_the_moments_of_each_read() {
         let trace = Trace::new();
-        let a = trace.request_queued(3, Priority(10), RequestKind::Direct, &[0..100, 200..300]);
-        let b = trace.request_queued(4, Priority(0), RequestKind::Indirect, &[500..510]);
+        let a = trace.request_queued(3, 10, true, &[0..100, 200..300]);
+        let b = trace.request_queued(4, 0, false, &[500..510]);
         trace.read_issued(b, 0, true, true);
         trace.read_issued(a, 1, false, false);
         trace.budget(110, 2);
@@ -467,7 +455,7 @@ mod tests {
         let (first, second, third) = (&snapshot.reads[0], &snapshot.reads[1], &snapshot.reads[2]);
         assert_eq!((first.range.clone(), first.issued, first.completed), (0..100, None, None));
         assert!(second.issued.is_some() && second.completed.is_some() && !second.bypassed);
-        assert!(third.bypassed && third.urgent && third.failed && third.kind == RequestKind::Indirect);
+        assert!(third.bypassed && third.urgent && third.failed && !third.known);
         assert_eq!(snapshot.budget.len(), 1, "an unchanged budget is sampled once");
         assert_eq!(snapshot.spans[0].kind.lane(), Lane::Decode);
         assert!(snapshot.spans[0].end >= snapshot.spans[0].start);

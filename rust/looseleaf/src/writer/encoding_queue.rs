@@ -189,7 +189,7 @@ mod tests {
     use arrow_schema::DataType;
 
     use super::*;
-    use crate::encodings::strategy::EncodingPolicy;
+    use crate::encodings::policy::EncodingPolicy;
     use crate::writer::WriterOptions;
     use crate::writer::column::ColumnWriter;
     use crate::writer::shred::ColumnKind;

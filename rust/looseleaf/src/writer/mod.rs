@@ -27,11 +27,13 @@ mod parallel;
 mod shred;
 mod zone_map;
 
-use crate::encodings::strategy::{ColumnPolicies, EncodingPolicy, ValueKind};
+use crate::encodings::policy::{ColumnPolicies, EncodingPolicy};
+use crate::encodings::statistics::ValueKind;
 use crate::error::{Error, Result, bail, ensure};
 use crate::format::proto::{BufferLocation, ColumnMetadata, Compression, Footer, PageMetadata, ZoneMapLocation};
 use crate::format::schema::{FieldColumns, assign_columns, schema_to_proto};
 use crate::format::{self, BUFFER_ALIGNMENT, ColumnEntry, FileTail, MAJOR_VERSION, MINOR_VERSION};
+use crate::storage::{Location, StorageOptions, StorePurpose};
 use column::{ColumnWriter, EncodedPage, PageRows};
 use encoding_queue::EncodingQueue;
 use zone_map::ZoneMapBuilder;
@@ -239,6 +241,22 @@ impl FileWriter {
         };
         writer.write_bytes(&format::header_bytes()).await?;
         Ok(writer)
+    }
+
+    /// Starts writing a file at `location`, reached with `storage`, visible only once finished
+    /// (a local file is written under a temporary name and renamed; an object is a multipart
+    /// upload completed by [`finish`](Self::finish)).
+    ///
+    /// # Errors
+    /// As [`try_new`](Self::try_new); [`Error::InvalidArgument`] if the store refuses `storage`.
+    pub async fn create_location(
+        location: &Location,
+        schema: SchemaRef,
+        options: WriterOptions,
+        storage: &StorageOptions,
+    ) -> Result<Self> {
+        let (store, path) = location.object_store(storage, StorePurpose::Write)?;
+        Self::try_new_named(store, &path, location.to_string(), schema, options).await
     }
 
     /// Starts writing a local file at `path` (absolute or relative to the current directory).

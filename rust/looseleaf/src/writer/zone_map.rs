@@ -10,8 +10,8 @@ use arrow_array::cast::AsArray;
 use arrow_array::{Array, ArrayRef};
 
 use crate::encodings::logical::array_to_block;
+use crate::encodings::statistics::ValueKind;
 use crate::encodings::statistics::page_statistics;
-use crate::encodings::strategy::ValueKind;
 use crate::error::{Error, Result};
 use crate::format::proto::{PageStatistics, ZoneMap};
 

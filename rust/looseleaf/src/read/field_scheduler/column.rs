@@ -13,7 +13,7 @@ use crate::format::proto::{ColumnMetadata, PageMetadata, ZoneMapLocation};
 use crate::io::{BufferChecks, EncodingsIo, PageIo, Priority};
 use crate::read::pages::{PageReceiver, PageSender, ReadContext, ScheduledPage, page_channel};
 use crate::read::scheduling_loop::ColumnJob;
-use crate::read::selection::RowSelection;
+use crate::selection::RowSelection;
 
 /// The decoded metadata of one column, with each page's first row.
 #[derive(Debug)]

@@ -32,9 +32,9 @@ pub use r#struct::StructFieldScheduler;
 
 use super::pages::{FieldPages, ReadContext};
 use super::scheduling_loop::ColumnJob;
-use super::selection::RowSelection;
 use crate::error::{Error, Result, ensure};
 use crate::format::schema::{FieldColumns, Layout};
+use crate::selection::RowSelection;
 
 /// A started field: the jobs that schedule its pages and the pages they will send.
 pub type StartedField = (Vec<Box<dyn ColumnJob>>, FieldPages);
