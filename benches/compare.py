@@ -24,7 +24,7 @@ report the median:
 - ``scan``: every batch of every column, open included;
 - ``projection``: two columns (see ``PROJECTIONS``);
 - ``take``: 1,000 random distinct rows in random order, open included, the rows returned in the
-  order asked (see ``take()`` below for what each system does);
+  order asked (see ``take`` in ``harness/formats.py`` for what each system does);
 - ``stream_peak_rss``: a streaming full scan whose consumer sleeps after each batch; the peak
   resident memory of the read (the child's VmHWM, reset just before the read, minus its resident
   memory before it), and the child's ``ru_maxrss``;
@@ -55,35 +55,26 @@ from __future__ import annotations
 import argparse
 import contextlib
 import ctypes
-import ctypes.util
 import json
-import mmap
 import os
-import platform
 import random
 import re
-import shutil
 import statistics
-import subprocess
-import sys
 import threading
 import time
 from pathlib import Path
 from typing import Any
 
-ROOT = Path(__file__).resolve().parent.parent
+from harness import DATA, RESULTS, ROOT, build, data, fresh_process, machine
+from harness.formats import EXTENSIONS, LANCE_VERSIONS, detect, import_system, open_stream, scan, take, write
+from harness.page_cache import detect_cold_method, evict, read_file, resident_fraction
+from harness.report import fmt_bytes, fmt_seconds, target, targets_section
+from harness.timing import median_or_none, repeated, timed
+
 #: ``lance`` writes Lance file format 2.1, ``lance22`` format 2.2 (pylance's stable default).
 SYSTEMS = ["looseleaf", "parquet", "lance", "lance22", "vortex"]
 PEERS = ["parquet", "lance", "lance22", "vortex"]
 DATASETS = ["lineitem", "embeddings", "nested", "wide"]
-EXTENSIONS = {
-    "looseleaf": "leaf",
-    "parquet": "parquet",
-    "lance": "lance",
-    "lance22": "lance22",
-    "vortex": "vortex",
-}
-LANCE_VERSIONS = {"lance": "2.1", "lance22": "2.2"}
 MEASURES = [
     "size",
     "write",
@@ -129,123 +120,7 @@ PEER_BATCH_ROWS = {
 DICTIONARY_COLUMNS = ["l_shipmode", "l_returnflag", "l_shipinstruct"]
 TAKE_ROWS = 1000
 SEED = 20240611
-READ_CHUNK = 8 * 1024 * 1024
 MIB = 1024 * 1024
-
-
-# --------------------------------------------------------------------------------------------
-# Page cache: residency (mincore) and eviction
-# --------------------------------------------------------------------------------------------
-
-
-def _libc() -> Any:
-    libc = ctypes.CDLL(ctypes.util.find_library("c"), use_errno=True)
-    libc.mmap.restype = ctypes.c_void_p
-    libc.mmap.argtypes = [
-        ctypes.c_void_p,
-        ctypes.c_size_t,
-        ctypes.c_int,
-        ctypes.c_int,
-        ctypes.c_int,
-        ctypes.c_long,
-    ]
-    libc.munmap.argtypes = [ctypes.c_void_p, ctypes.c_size_t]
-    libc.mincore.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_void_p]
-    return libc
-
-
-def resident_fraction(path: Path) -> float | None:
-    """Fraction of the file's pages in the page cache (mincore), or None where that cannot be told."""
-    size = path.stat().st_size
-    if size == 0:
-        return 0.0
-    try:
-        libc = _libc()
-        fd = os.open(path, os.O_RDONLY)
-    except (OSError, AttributeError):
-        return None
-    try:
-        addr = libc.mmap(None, size, mmap.PROT_READ, mmap.MAP_SHARED, fd, 0)
-        if addr is None or addr == ctypes.c_void_p(-1).value:
-            return None
-        try:
-            pages = (size + mmap.PAGESIZE - 1) // mmap.PAGESIZE
-            vec = (ctypes.c_ubyte * pages)()
-            if libc.mincore(ctypes.c_void_p(addr), size, vec) != 0:
-                return None
-            return sum(b & 1 for b in bytes(vec)) / pages
-        finally:
-            libc.munmap(ctypes.c_void_p(addr), size)
-    finally:
-        os.close(fd)
-
-
-def evict(path: Path, method: str | None) -> None:
-    """Drops the file from the page cache with ``method`` ("fadvise" or "drop_caches")."""
-    if method == "fadvise":
-        fd = os.open(path, os.O_RDONLY)
-        try:
-            os.fsync(fd)
-            os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
-        finally:
-            os.close(fd)
-    elif method == "drop_caches":
-        os.sync()
-        Path("/proc/sys/vm/drop_caches").write_text("3\n")
-
-
-def read_file(path: Path) -> int:
-    """Reads the whole file with 8 MiB reads (warms the page cache); returns its size."""
-    total = 0
-    buffer = bytearray(READ_CHUNK)
-    view = memoryview(buffer)
-    with open(path, "rb", buffering=0) as f:
-        while n := f.readinto(view):
-            total += n
-    return total
-
-
-def detect_cold_method(directory: Path) -> dict[str, Any]:
-    """Finds a way to make a file cold here: posix_fadvise, else drop_caches; checks it with mincore
-    (or, without mincore, by a read at least 3 times slower once evicted)."""
-    probe = directory / ".cold_probe"
-    size = 64 * MIB
-    with open(probe, "wb") as f:
-        chunk = os.urandom(MIB)
-        for _ in range(size // MIB):
-            f.write(chunk)
-        f.flush()
-        os.fsync(f.fileno())
-    notes = []
-    try:
-        for method in ("fadvise", "drop_caches"):
-            if method == "fadvise" and not hasattr(os, "posix_fadvise"):
-                notes.append("os.posix_fadvise is missing")
-                continue
-            read_file(probe)
-            start = time.perf_counter()
-            read_file(probe)
-            warm_seconds = time.perf_counter() - start
-            try:
-                evict(probe, method)
-            except OSError as e:
-                notes.append(f"{method}: {e}")
-                continue
-            resident = resident_fraction(probe)
-            start = time.perf_counter()
-            read_file(probe)
-            cold_seconds = time.perf_counter() - start
-            works = resident < 0.05 if resident is not None else cold_seconds > 3 * warm_seconds
-            notes.append(
-                f"{method}: {'works' if works else 'does not evict'} (resident after: {resident}, "
-                f"warm read {size / warm_seconds / 1e9:.2f} GB/s, "
-                f"after eviction {size / cold_seconds / 1e9:.2f} GB/s)"
-            )
-            if works:
-                return {"possible": True, "method": method, "notes": notes}
-        return {"possible": False, "method": None, "notes": notes}
-    finally:
-        probe.unlink(missing_ok=True)
 
 
 # --------------------------------------------------------------------------------------------
@@ -299,45 +174,6 @@ def sequential_read(path: Path, method: str | None, repeats: int) -> dict[str, f
 # --------------------------------------------------------------------------------------------
 
 
-def plain_strings(table: Any) -> Any:
-    """The table with string_view/large_string columns cast to string and no field metadata."""
-    import pyarrow as pa
-
-    fields = []
-    for field in table.schema:
-        kind = field.type
-        if pa.types.is_string_view(kind) or pa.types.is_large_string(kind):
-            kind = pa.string()
-        fields.append(pa.field(field.name, kind, field.nullable))
-    return table.cast(pa.schema(fields))
-
-
-def lineitem(scale: float, data_dir: Path) -> Any:
-    import pyarrow.parquet as pq
-
-    directory = data_dir / f"tpch_sf{scale:g}"
-    source = directory / "lineitem.parquet"
-    if not source.exists():
-        cli = shutil.which("tpchgen-cli")
-        if cli is None:
-            sys.exit("tpchgen-cli is not installed: pip install tpchgen-cli")
-        directory.mkdir(parents=True, exist_ok=True)
-        command = [cli, "parquet", "-s", f"{scale:g}", "--tables=lineitem", f"--output-dir={directory}"]
-        subprocess.run(command, check=True, stdout=subprocess.DEVNULL)
-    return plain_strings(pq.read_table(source))
-
-
-def _vocabulary(rng: Any, size: int) -> list[str]:
-    letters = "abcdefghijklmnopqrstuvwxyz"
-    lengths = rng.integers(3, 11, size)
-    picks = rng.integers(0, 26, int(lengths.sum()))
-    words, at = [], 0
-    for n in lengths:
-        words.append("".join(letters[i] for i in picks[at : at + n]))
-        at += n
-    return words
-
-
 def _cached(path: Path, make: Any) -> Any:
     import pyarrow as pa
 
@@ -358,7 +194,7 @@ def embeddings(rows: int, data_dir: Path) -> Any:
         rng = np.random.default_rng(SEED)
         dim = 768
         values = rng.standard_normal(rows * dim, dtype=np.float32)
-        vocabulary = _vocabulary(rng, 4096)
+        vocabulary = data.vocabulary(rng, 4096)
         lengths = rng.integers(4, 17, rows)
         picks = rng.integers(0, len(vocabulary), int(lengths.sum()))
         captions, at = [], 0
@@ -391,7 +227,7 @@ def nested(rows: int, data_dir: Path) -> Any:
 
     def make() -> Any:
         rng = np.random.default_rng(SEED + 1)
-        vocabulary = pa.array(_vocabulary(rng, 5000), pa.string())
+        vocabulary = pa.array(data.vocabulary(rng, 5000), pa.string())
 
         def words(n: int) -> Any:
             picks = rng.integers(0, len(vocabulary), n)
@@ -418,11 +254,6 @@ def nested(rows: int, data_dir: Path) -> Any:
     return _cached(data_dir / f"nested_{rows}.arrow", make)
 
 
-# --------------------------------------------------------------------------------------------
-# The systems: availability, writing, reading
-# --------------------------------------------------------------------------------------------
-
-
 def wide(rows: int, data_dir: Path) -> Any:
     """A feature table: ``WIDE_COLUMNS_PER_KIND`` columns each of int64 (``i<n>``), float64
     (``f<n>``) and short strings (``s<n>``, a few thousand distinct values), seeded random."""
@@ -441,235 +272,9 @@ def wide(rows: int, data_dir: Path) -> Any:
     return _cached(data_dir / f"wide_{rows}.arrow", make)
 
 
-def available_systems(wanted: list[str]) -> dict[str, dict[str, Any]]:
-    """{system: {"available": bool, "version": ..., "reason": ...}} for every system."""
-    out: dict[str, dict[str, Any]] = {}
-    for system in SYSTEMS:
-        info: dict[str, Any] = {"available": False}
-        try:
-            if system == "looseleaf":
-                import looseleaf
-
-                info["version"] = looseleaf.__version__
-            elif system == "parquet":
-                import pyarrow
-
-                info["version"] = f"pyarrow {pyarrow.__version__}"
-            elif system in LANCE_VERSIONS:
-                import lance
-                import lance.file
-
-                info["version"] = f"pylance {lance.__version__} (file format {LANCE_VERSIONS[system]})"
-            elif system == "vortex":
-                import vortex
-                import vortex.io
-
-                info["version"] = f"vortex-data {vortex.__version__}"
-            info["available"] = system in wanted
-            if system not in wanted:
-                info["reason"] = "not selected (--systems; --quick runs looseleaf and parquet only)"
-        except Exception as e:  # any import failure means: not available here
-            info["reason"] = f"cannot import: {type(e).__name__}: {e}"
-        out[system] = info
-    return out
-
-
-def pin_looseleaf(directory: Path) -> Path | None:
-    """Copies the installed looseleaf package into ``directory`` and puts that copy first on the
-    module path of this process and of every worker, so that reinstalling the package during a
-    run (other work on the same machine) cannot mix two builds in one set of results."""
-    import importlib.util
-
-    spec = importlib.util.find_spec("looseleaf")
-    if spec is None or not spec.submodule_search_locations:
-        return None
-    source = Path(next(iter(spec.submodule_search_locations)))
-    target = directory / "looseleaf"
-    if target.exists():
-        shutil.rmtree(target)
-    shutil.copytree(source, target, ignore=shutil.ignore_patterns("__pycache__"))
-    sys.path.insert(0, str(directory))
-    os.environ["PYTHONPATH"] = os.pathsep.join(filter(None, [str(directory), os.environ.get("PYTHONPATH")]))
-    return source
-
-
-def _extension_built(package: Path) -> str:
-    extensions = sorted(package.glob("_looseleaf*.so")) + sorted(package.glob("_looseleaf*.pyd"))
-    if not extensions:
-        return "unknown"
-    return time.strftime("%Y-%m-%d %H:%M:%S", time.gmtime(extensions[0].stat().st_mtime))
-
-
-def looseleaf_build() -> dict[str, Any]:
-    """Which looseleaf was measured: the extension's build time and the checkout's commit."""
-    info: dict[str, Any] = {}
-    try:
-        import looseleaf
-
-        info["extension_built"] = _extension_built(Path(looseleaf.__file__).parent)
-        info["package"] = str(Path(looseleaf.__file__).parent)
-    except Exception as e:  # reported, not fatal
-        info["extension_built"] = f"unknown: {e}"
-    try:
-        git = ["git", "-C", str(ROOT)]
-        info["commit"] = subprocess.run(
-            [*git, "rev-parse", "--short", "HEAD"], capture_output=True, text=True, check=True
-        ).stdout.strip()
-        changed = subprocess.run(
-            [*git, "status", "--porcelain", "rust"], capture_output=True, text=True, check=True
-        ).stdout.splitlines()
-        info["uncommitted_rust_files"] = len(changed)
-    except (OSError, subprocess.CalledProcessError):
-        info["commit"] = "unknown"
-    return info
-
-
-def write(system: str, table: Any, path: Path) -> None:
-    if path.exists():
-        shutil.rmtree(path) if path.is_dir() else path.unlink()
-    if system == "looseleaf":
-        import looseleaf
-
-        looseleaf.write_table(table, path)
-    elif system == "parquet":
-        import pyarrow.parquet as pq
-
-        pq.write_table(table, path)
-    elif system in LANCE_VERSIONS:
-        from lance.file import LanceFileWriter
-
-        writer = LanceFileWriter(str(path), table.schema, version=LANCE_VERSIONS[system])
-        for batch in table.to_batches():
-            writer.write_batch(batch)
-        writer.close()
-    elif system == "vortex":
-        import vortex
-
-        vortex.io.write(table, str(path))
-
-
-def import_system(system: str) -> None:
-    """Imports what reading with ``system`` needs (so that imports stay out of the timings)."""
-    if system == "looseleaf":
-        import looseleaf  # noqa: F401
-    elif system == "parquet":
-        import pyarrow.parquet  # noqa: F401
-    elif system in LANCE_VERSIONS:
-        import lance.file  # noqa: F401
-    elif system == "vortex":
-        import vortex  # noqa: F401
-
-
-def open_stream(
-    system: str, path: str, columns: list[str] | None, batch_size: int | None, io_buffer: int | None
-):
-    """An iterator of record batches over the whole file (open included)."""
-    if system == "looseleaf":
-        import looseleaf
-
-        return looseleaf.open(path).read_all(
-            columns=columns, batch_size=batch_size, io_buffer_bytes=io_buffer
-        )
-    if system == "parquet":
-        import pyarrow.parquet as pq
-
-        return pq.ParquetFile(path).iter_batches(batch_size=batch_size or 8192, columns=columns)
-    if system in LANCE_VERSIONS:
-        from lance.file import LanceFileReader
-
-        reader = LanceFileReader(path, columns=columns)
-        return reader.read_all(batch_size=batch_size or 8192).to_batches()
-    if system == "vortex":
-        import vortex
-
-        return vortex.open(path).to_arrow(projection=columns, batch_size=batch_size)
-    raise ValueError(system)
-
-
-def scan(system: str, path: str, columns: list[str] | None, batch_size: int | None) -> tuple[int, int]:
-    """Full scan (of ``columns``), every batch consumed and dropped; returns (rows, Arrow bytes)."""
-    rows = size = 0
-    for batch in open_stream(system, path, columns, batch_size, None):
-        rows += batch.num_rows
-        size += batch.get_total_buffer_size()
-    return rows, size
-
-
-def take(system: str, path: str, indices: list[int]) -> Any:
-    """The rows at ``indices`` (distinct, any order), in that order, open included.
-
-    - looseleaf: ``FileReader.take(indices)``, which takes any order;
-    - parquet: pyarrow has no row-level access: stream only the row groups holding a wanted row
-      (``ParquetFile.iter_batches(row_groups=...)``, 8192-row batches), keep the wanted rows of
-      each batch (``RecordBatch.take``), then reorder. This is 3-6x faster here than
-      ``read_row_groups`` followed by ``Table.take`` (which materialises the row groups whole);
-    - lance: ``LanceFileReader.take_rows`` with the indices sorted, then reordered;
-    - vortex: ``VortexFile.to_arrow(indices=...)`` with the indices sorted (as plain strings, not
-      its default string_view, which pyarrow cannot take from), then reordered."""
-    import numpy as np
-    import pyarrow as pa
-
-    wanted = np.asarray(indices, dtype=np.int64)
-    ordered = np.unique(wanted)
-    back = pa.array(np.searchsorted(ordered, wanted))
-    if system == "looseleaf":
-        import looseleaf
-
-        return looseleaf.open(path).take(indices)
-    if system == "parquet":
-        import pyarrow.parquet as pq
-
-        file = pq.ParquetFile(path)
-        counts = [file.metadata.row_group(i).num_rows for i in range(file.metadata.num_row_groups)]
-        starts = np.concatenate([[0], np.cumsum(counts)])
-        group_of = np.searchsorted(starts, ordered, side="right") - 1
-        groups = np.unique(group_of)
-        # Where each wanted row sits in the rows of the selected row groups, read in order.
-        base = np.zeros(len(counts), dtype=np.int64)
-        base[groups] = np.concatenate([[0], np.cumsum([counts[g] for g in groups])[:-1]])
-        positions = ordered - starts[group_of] + base[group_of]
-        parts, offset = [], 0
-        for batch in file.iter_batches(batch_size=8192, row_groups=groups.tolist()):
-            low, high = np.searchsorted(positions, [offset, offset + batch.num_rows])
-            if high > low:
-                parts.append(batch.take(pa.array(positions[low:high] - offset)))
-            offset += batch.num_rows
-        return pa.Table.from_batches(parts, schema=file.schema_arrow).take(back)
-    if system in LANCE_VERSIONS:
-        from lance.file import LanceFileReader
-
-        table = LanceFileReader(path).take_rows(ordered.tolist(), batch_size=8192).to_table()
-        return table.take(back)
-    if system == "vortex":
-        import vortex
-
-        file = vortex.open(path)
-        # pyarrow has no take kernel for string_view (Vortex's default): ask for plain strings.
-        schema = pa.schema(
-            [pa.field(f.name, _no_views(f.type), f.nullable) for f in file.dtype.to_arrow_schema()]
-        )
-        reader = file.to_arrow(indices=vortex.array(pa.array(ordered, pa.uint64())), schema=schema)
-        return reader.read_all().take(back)
-    raise ValueError(system)
-
-
-def _no_views(kind: Any) -> Any:
-    """``kind`` with string_view/binary_view (at any depth) replaced by string/binary."""
-    import pyarrow as pa
-
-    if pa.types.is_string_view(kind):
-        return pa.string()
-    if pa.types.is_binary_view(kind):
-        return pa.binary()
-    if pa.types.is_list(kind) or pa.types.is_large_list(kind):
-        item = kind.value_field
-        return pa.list_(pa.field(item.name, _no_views(item.type), item.nullable))
-    if pa.types.is_fixed_size_list(kind):
-        item = kind.value_field
-        return pa.list_(pa.field(item.name, _no_views(item.type), item.nullable), kind.list_size)
-    if pa.types.is_struct(kind):
-        return pa.struct([pa.field(f.name, _no_views(f.type), f.nullable) for f in kind])
-    return kind
+# --------------------------------------------------------------------------------------------
+# Dictionary-preserving reads (the formats' other reads are harness.formats')
+# --------------------------------------------------------------------------------------------
 
 
 def dictionary_read(system: str, path: str, columns: list[str], as_dictionary: bool) -> Any:
@@ -719,15 +324,8 @@ def worker(spec: dict[str, Any]) -> dict[str, Any]:
 
     system, op, path = spec["system"], spec["op"], spec["path"]
     # Import everything the read needs before the clock starts.
-    import numpy  # noqa: F401
-    import pyarrow  # noqa: F401
-
+    fresh_process.import_before_clock()
     import_system(system)
-    # pyarrow imports pandas the first time it converts a numpy array (~0.2 s), which this
-    # script's own reordering of take results does for every system; Lance and Vortex import
-    # pandas on import. Imported here, so that no system is charged for the harness's work.
-    with contextlib.suppress(ImportError):
-        import pandas  # noqa: F401
     if spec.get("warmup"):
         # One-time library start-up (pyarrow's compute registry, thread pools, runtimes) on a tiny
         # file of its own, so it is not charged to a measurement of the data set's file.
@@ -739,9 +337,8 @@ def worker(spec: dict[str, Any]) -> dict[str, Any]:
     result: dict[str, Any] = {}
     baseline = _proc_status("VmRSS")
     peak_reset = _reset_peak_rss()
-    start = time.perf_counter()
-    result.update(read_once(system, op, path, spec))
-    result["seconds"] = time.perf_counter() - start
+    read, result["seconds"] = timed(lambda: read_once(system, op, path, spec))
+    result.update(read)
     result["wall_seconds"] = result["seconds"]
     result["baseline_rss"] = baseline
     result["peak_rss"] = _proc_status("VmHWM") if peak_reset else None
@@ -751,11 +348,7 @@ def worker(spec: dict[str, Any]) -> dict[str, Any]:
     result["ru_maxrss_inherited"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
     if spec.get("steady_repeats"):
         # The same read again in this process: what a process that has read before pays.
-        steady = []
-        for _ in range(spec["steady_repeats"]):
-            start = time.perf_counter()
-            read_once(system, op, path, spec)
-            steady.append(time.perf_counter() - start)
+        steady = repeated(lambda: read_once(system, op, path, spec), spec["steady_repeats"])
         result["steady_seconds"] = statistics.median(steady)
     return result
 
@@ -812,24 +405,6 @@ def read_once(system: str, op: str, path: str, spec: dict[str, Any]) -> dict[str
     return result
 
 
-def run_worker(spec: dict[str, Any], timeout: float = 900) -> dict[str, Any]:
-    try:
-        done = subprocess.run(
-            [sys.executable, str(Path(__file__).resolve()), "--worker"],
-            input=json.dumps(spec),
-            capture_output=True,
-            text=True,
-            timeout=timeout,
-            check=False,
-        )
-    except subprocess.TimeoutExpired:
-        return {"error": f"timed out after {timeout:.0f} s"}
-    if done.returncode != 0:
-        tail = done.stderr.strip().splitlines()[-3:]
-        return {"error": f"exit {done.returncode}: {' | '.join(tail)}"}
-    return json.loads(done.stdout.strip().splitlines()[-1])
-
-
 # --------------------------------------------------------------------------------------------
 # The run
 # --------------------------------------------------------------------------------------------
@@ -865,7 +440,7 @@ class Run:
     def load(self, dataset: str) -> Any:
         sizes = self.sizes()
         if dataset == "lineitem":
-            return lineitem(float(sizes["scale"]), self.data_dir)
+            return data.lineitem(float(sizes["scale"]), self.data_dir)
         if dataset == "embeddings":
             return embeddings(int(sizes["embeddings"]), self.data_dir)
         if dataset == "wide":
@@ -912,7 +487,7 @@ class Run:
             spec["warm"] = True
         if warmup:
             spec["warmup"] = str(self.warmup_path(spec["system"]))
-        result = run_worker(spec)
+        result = fresh_process.run(__file__, spec)
         if cold:
             result["resident_before"] = spec["resident_before"]
         return result
@@ -939,7 +514,7 @@ class Run:
                 "value": median,
                 "unit": "s",
                 "samples": seconds,
-                "steady": statistics.median(steady) if steady else None,
+                "steady": median_or_none(steady),
                 "steady_samples": steady,
                 "peak_rss_delta": statistics.median(r["peak_rss_delta"] or 0 for r in runs),
                 "last": {k: v for k, v in runs[-1].items() if k not in ("seconds",)},
@@ -953,7 +528,8 @@ class Run:
         wanted = (
             args.systems.split(",") if args.systems else (["looseleaf", "parquet"] if args.quick else SYSTEMS)
         )
-        self.systems = available_systems(wanted)
+        unselected = "not selected (--systems; --quick runs looseleaf and parquet only)"
+        self.systems = detect(SYSTEMS, wanted, unselected)
         self.log(
             "systems: "
             + ", ".join(f"{s} ({'yes' if i['available'] else 'no'})" for s, i in self.systems.items())
@@ -997,19 +573,11 @@ class Run:
         return self.args.repeats if self.args.repeats else (1 if self.args.quick else 3)
 
     def meta(self, wanted: list[str]) -> dict[str, Any]:
-        try:
-            load = os.getloadavg()
-        except OSError:
-            load = None
         return {
-            "date": time.strftime("%Y-%m-%d %H:%M:%S %Z"),
+            **machine.describe(),
             "quick": self.args.quick,
             "sizes": self.sizes(),
             "repeats": self.repeats,
-            "cpus": os.cpu_count(),
-            "platform": platform.platform(),
-            "python": platform.python_version(),
-            "load_average_at_start": load,
             "systems": self.systems,
             "cold": self.cold,
             "stream": {
@@ -1020,7 +588,7 @@ class Run:
             "projections": PROJECTIONS,
             "take_rows": TAKE_ROWS,
             "peer_batch_rows": PEER_BATCH_ROWS,
-            "looseleaf_build": looseleaf_build(),
+            "looseleaf_build": build.looseleaf_build(),
         }
 
     def run_dataset(self, dataset: str) -> dict[str, Any]:
@@ -1280,8 +848,8 @@ def targets(results: dict[str, Any]) -> list[dict[str, Any]]:
     limits = results["limits"]
     datasets = results["datasets"]
 
-    def add(name: str, measured: str, target: str, met: bool | None) -> None:
-        out.append({"target": name, "measured": measured, "bar": target, "met": met})
+    def add(name: str, measured: str, bar: str, met: bool | None) -> None:
+        out.append(target(name, measured, bar, met))
 
     for dataset in datasets:
         entry = r.get(dataset, {}).get("scan_warm")
@@ -1427,22 +995,6 @@ def targets(results: dict[str, Any]) -> list[dict[str, Any]]:
     return out
 
 
-def fmt_bytes(n: float | None) -> str:
-    if n is None:
-        return "-"
-    if abs(n) >= 1024 * MIB:
-        return f"{n / 1024 / MIB:.2f} GiB"
-    if abs(n) >= MIB:
-        return f"{n / MIB:.1f} MiB"
-    return f"{n / 1024:.0f} KiB"
-
-
-def fmt_seconds(s: float | None) -> str:
-    if s is None:
-        return "-"
-    return f"{s * 1000:.1f} ms" if s < 1 else f"{s:.2f} s"
-
-
 def summary(measured: dict[str, dict[str, Any]]) -> str:
     return ", ".join(
         f"{s} {fmt_seconds(v['value'])}" if v["value"] else f"{s} ERROR {v['error']}"
@@ -1490,8 +1042,8 @@ def markdown(results: dict[str, Any]) -> str:
     lines = [
         "# looseleaf side by side: results",
         "",
-        f"Run {meta['date']} on {meta['cpus']} CPUs ({meta['platform']}, Python {meta['python']}), "
-        f"load average at start {meta['load_average_at_start']}; "
+        machine.headline(meta)
+        + "; "
         + (
             "**quick mode** (small data, 1 repetition)"
             if meta["quick"]
@@ -1639,10 +1191,7 @@ def markdown(results: dict[str, Any]) -> str:
                 f"{d['arrow_bytes_ratio']:.1f}x fewer Arrow bytes"
                 + (f", {d['peak_rss_ratio']:.1f}x less peak RSS." if "peak_rss_ratio" in d else ".")
             )
-    lines += ["", "## Targets", "", "| target | measured | bar | met |", "|---|---|---|---|"]
-    for t in results["targets"]:
-        met = {True: "yes", False: "**no**", None: "n/a"}[t["met"]]
-        lines.append(f"| {t['target']} | {t['measured']} | {t['bar']} | {met} |")
+    lines += targets_section(results["targets"])
     return "\n".join(lines) + "\n"
 
 
@@ -1722,8 +1271,8 @@ def main() -> None:
     parser.add_argument("--embeddings-rows", type=int, default=100_000)
     parser.add_argument("--nested-rows", type=int, default=1_000_000)
     parser.add_argument("--wide-rows", type=int, default=50_000)
-    parser.add_argument("--out", type=Path, default=ROOT / "benches" / "results", help="results directory")
-    parser.add_argument("--data", type=Path, default=ROOT / "benches" / "data", help="data set cache")
+    parser.add_argument("--out", type=Path, default=RESULTS, help="results directory")
+    parser.add_argument("--data", type=Path, default=DATA, help="data set cache")
     parser.add_argument(
         "--chart", type=Path, help="chart path (default docs/benchmarks.png; <out>/ with --quick)"
     )
@@ -1739,19 +1288,17 @@ def main() -> None:
     parser.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.worker:
-        print(json.dumps(worker(json.loads(sys.stdin.read()))))
+        fresh_process.serve(worker)
         return
     args.out.mkdir(parents=True, exist_ok=True)
     args.data.mkdir(parents=True, exist_ok=True)
     started = time.perf_counter()
-    installed = pin_looseleaf(args.data / "pinned")
+    installed = build.pin_looseleaf(args.data / "pinned")
     results = Run(args).run()
     results["meta"]["wall_seconds"] = time.perf_counter() - started
-    build = results["meta"]["looseleaf_build"]
-    build["pinned_from"] = str(installed)
-    if installed is not None and _extension_built(installed) != build.get("extension_built"):
-        # Reinstalled meanwhile: this run still measured its pinned copy throughout.
-        build["installed_changed_during_run"] = _extension_built(installed)
+    measured = results["meta"]["looseleaf_build"]
+    measured["pinned_from"] = str(installed)
+    build.note_reinstall(measured, installed)
     (args.out / "results.json").write_text(json.dumps(results, indent=1, default=str))
     chart_path = args.chart or (
         args.out / "benchmarks.png" if args.quick else ROOT / "docs" / "benchmarks.png"

@@ -30,15 +30,13 @@ import hashlib
 import json
 import random
 import statistics
-import subprocess
 import sys
-import time
 from pathlib import Path
 from typing import Any
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-
-from compare import ROOT, lineitem
+from harness import DATA, RESULTS, fresh_process, page_cache
+from harness.data import lineitem
+from harness.timing import median_or_none, repeated, timed
 
 PARTITIONING = ["l_returnflag", "l_linestatus"]
 SYSTEMS = ["looseleaf", "pyarrow"]
@@ -110,14 +108,8 @@ def worker(spec: dict[str, Any]) -> dict[str, Any]:
     else:
         import pyarrow.dataset  # noqa: F401
     args = (spec["system"], spec["path"], spec["query"], spec["indices"])
-    started = time.perf_counter()
-    result = run_query(*args)
-    first = time.perf_counter() - started
-    warm = []
-    for _ in range(spec["warm"]):
-        started = time.perf_counter()
-        run_query(*args)
-        warm.append(time.perf_counter() - started)
+    result, first = timed(lambda: run_query(*args))
+    warm = repeated(lambda: run_query(*args), spec["warm"])
     rows = result if isinstance(result, int) else result.num_rows
     digest = None
     if not isinstance(result, int) and spec["query"] != "take 1000":
@@ -128,21 +120,14 @@ def worker(spec: dict[str, Any]) -> dict[str, Any]:
         digest = hashlib.sha256(text).hexdigest()
     elif spec["query"] == "take 1000":
         digest = rows
-    return {"first": first, "warm": statistics.median(warm) if warm else None, "rows": rows, "digest": digest}
+    return {"first": first, "warm": median_or_none(warm), "rows": rows, "digest": digest}
 
 
 def run_worker(spec: dict[str, Any]) -> dict[str, Any]:
-    done = subprocess.run(
-        [sys.executable, __file__, "--worker"],
-        input=json.dumps(spec),
-        capture_output=True,
-        text=True,
-        timeout=900,
-        check=False,
-    )
-    if done.returncode != 0:
-        sys.exit(f"worker failed ({spec['system']}, {spec['query']}): {done.stderr[-2000:]}")
-    return json.loads(done.stdout)
+    result = fresh_process.run(__file__, spec)
+    if "error" in result:
+        sys.exit(f"worker failed ({spec['system']}, {spec['query']}): {result['error']}")
+    return result
 
 
 def main() -> int:
@@ -153,12 +138,12 @@ def main() -> int:
     parser.add_argument("--scale", type=float, default=1.0)
     parser.add_argument("--rows-per-file", type=int, default=150_000)
     parser.add_argument("--repeats", type=int, default=3)
-    parser.add_argument("--data", type=Path, default=ROOT / "benches" / "data")
-    parser.add_argument("--out", type=Path, default=ROOT / "benches" / "results")
+    parser.add_argument("--data", type=Path, default=DATA)
+    parser.add_argument("--out", type=Path, default=RESULTS)
     parser.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.worker:
-        print(json.dumps(worker(json.loads(sys.stdin.read()))))
+        fresh_process.serve(worker)
         return 0
     if args.quick:
         args.scale, args.repeats, args.rows_per_file = 0.01, 1, 5_000
@@ -172,9 +157,7 @@ def main() -> int:
             write(system, table, partial, args.rows_per_file)
             partial.rename(paths[system])
     for path in paths.values():
-        for file in path.rglob("*"):
-            if file.is_file():
-                file.read_bytes()  # the page cache holds every file
+        page_cache.warm(path)
     indices = random.Random(7).sample(range(table.num_rows), min(1000, table.num_rows))
     results: dict[str, dict[str, Any]] = {}
     for query in QUERIES:

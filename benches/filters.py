@@ -80,27 +80,19 @@ import argparse
 import contextlib
 import json
 import operator
-import os
-import platform
 import shutil
 import statistics
-import subprocess
 import sys
 import time
 from pathlib import Path
 from typing import Any
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-
-from compare import (
-    ROOT,
-    _extension_built,
-    fmt_seconds,
-    lineitem,
-    looseleaf_build,
-    pin_looseleaf,
-    read_file,
-)
+from harness import DATA, RESULTS, build, fresh_process, machine, page_cache
+from harness.data import lineitem
+from harness.formats import path_size
+from harness.report import first_line, fmt_seconds, target, targets_section
+from harness.systems import detect
+from harness.timing import median_or_none, repeated, timed
 
 #: The systems measured; ``scan_filter`` is looseleaf's unfiltered read filtered afterwards (the
 #: baseline of the 50% target), not a peer.
@@ -122,6 +114,15 @@ FILE_OF = {
     "lance": "lance",
     "vortex": "vortex",
     "scan_filter": "looseleaf",
+}
+#: What each system imports to be usable here (the first module names its version).
+NEEDS = {
+    "looseleaf": ("looseleaf",),
+    "parquet": ("pyarrow",),
+    "duckdb": ("duckdb",),
+    "lance": ("lance",),
+    "vortex": ("vortex",),
+    "scan_filter": ("looseleaf",),
 }
 #: How each system is asked, for the report (the code is ``Reader.read``).
 HOW = {
@@ -293,19 +294,6 @@ def write(system: str, table: Any, path: Path, zone_map_rows: int | None = None)
         raise ValueError(system)
 
 
-def path_size(path: Path) -> int:
-    if path.is_dir():
-        return sum(p.stat().st_size for p in path.rglob("*") if p.is_file())
-    return path.stat().st_size
-
-
-def warm_cache(path: Path) -> None:
-    """Reads every file of ``path`` (a file, or a directory such as a Lance dataset) whole."""
-    files = sorted(p for p in path.rglob("*") if p.is_file()) if path.is_dir() else [path]
-    for file in files:
-        read_file(file)
-
-
 def import_system(system: str) -> None:
     """Imports what ``system`` needs to read (so that imports stay out of the timings), and the
     pyarrow modules a filtered read may import on first use: ``Table.filter(Expression)`` imports
@@ -419,29 +407,18 @@ def checks(table: Any) -> dict[str, Any]:
 
 def worker(spec: dict[str, Any]) -> dict[str, Any]:
     system = spec["system"]
-    # Imports before the clock (pandas too, as compare.py does: Lance and Vortex import it anyway).
-    import numpy  # noqa: F401
-    import pyarrow  # noqa: F401
-
+    fresh_process.import_before_clock()
     import_system(system)
-    with contextlib.suppress(ImportError):
-        import pandas  # noqa: F401
     reader = Reader(system, spec["path"], spec["columns"], spec["terms"], spec["kinds"])
-    warm_cache(Path(spec["path"]))
+    page_cache.warm(Path(spec["path"]))
     read_before = bytes_read()
-    start = time.perf_counter()
-    table = reader.read()
-    seconds = time.perf_counter() - start
+    table, seconds = timed(reader.read)
     read = bytes_read() - read_before if read_before is not None else None
     result: dict[str, Any] = {"seconds": seconds, "bytes_read": read, "checks": checks(table)}
     del table
-    warm = []
-    for _ in range(spec["warm_repeats"]):
-        start = time.perf_counter()
-        reader.read()
-        warm.append(time.perf_counter() - start)
-    result["warm_seconds"] = statistics.median(warm) if warm else None
-    result["warm_samples"] = warm
+    again = repeated(reader.read, spec["warm_repeats"])
+    result["warm_seconds"] = median_or_none(again)
+    result["warm_samples"] = again
     return result
 
 
@@ -458,38 +435,6 @@ def bytes_read() -> int | None:
     except OSError:
         pass
     return None
-
-
-def run_worker(spec: dict[str, Any]) -> dict[str, Any]:
-    try:
-        done = subprocess.run(
-            [sys.executable, str(Path(__file__).resolve()), "--worker"],
-            input=json.dumps(spec),
-            capture_output=True,
-            text=True,
-            timeout=WORKER_TIMEOUT,
-            check=False,
-        )
-    except subprocess.TimeoutExpired:
-        return {"error": f"timed out after {WORKER_TIMEOUT} s"}
-    lines = done.stdout.strip().splitlines()
-    if done.returncode != 0 or not lines:
-        return {"error": worker_error(done.stderr, done.returncode)}
-    try:
-        return json.loads(lines[-1])
-    except json.JSONDecodeError:
-        return {"error": f"unreadable worker output: {first_line(lines[-1])}"}
-
-
-def worker_error(stderr: str, code: int) -> str:
-    """The exception line of a worker's traceback (Rust backtraces and warnings left out)."""
-    lines = [line for line in stderr.splitlines() if line.strip()]
-    for i in range(len(lines) - 1, -1, -1):
-        line = lines[i]
-        if not line.startswith(" ") and ("Error" in line or "Exception" in line) and ":" in line:
-            # An exception message may span lines (pyarrow's, Rust's): keep its first line.
-            return line.strip()
-    return f"exit {code}: " + " | ".join(lines[-3:])
 
 
 # --------------------------------------------------------------------------------------------
@@ -557,68 +502,27 @@ class Run:
         tag = "" if zone_map_rows is None else f"_zm{zone_map_rows}"
         return self.files_dir / f"lineitem_sf{self.scale:g}_{variant}{tag}.{EXTENSIONS[system]}"
 
-    def availability(self, wanted: list[str]) -> dict[str, dict[str, Any]]:
-        out: dict[str, dict[str, Any]] = {}
-        for system in SYSTEMS:
-            info: dict[str, Any] = {"available": False}
-            try:
-                if system in ("looseleaf", "scan_filter"):
-                    import looseleaf
-
-                    info["version"] = looseleaf.__version__
-                elif system == "parquet":
-                    import pyarrow
-
-                    info["version"] = f"pyarrow {pyarrow.__version__}"
-                elif system == "duckdb":
-                    import duckdb
-
-                    info["version"] = f"duckdb {duckdb.__version__}"
-                elif system == "lance":
-                    import lance
-
-                    info["version"] = f"pylance {lance.__version__}"
-                elif system == "vortex":
-                    import vortex
-
-                    info["version"] = f"vortex-data {vortex.__version__}"
-                info["available"] = system in wanted
-                if system not in wanted:
-                    info["reason"] = "not selected (--systems)"
-            except Exception as e:  # any import failure means: not available here
-                info["reason"] = f"cannot import: {type(e).__name__}: {e}"
-            out[system] = info
-        return out
-
     def run(self) -> dict[str, Any]:
         args = self.args
         wanted = args.systems.split(",") if args.systems else SYSTEMS
         unknown = set(wanted) - set(SYSTEMS)
         if unknown:
             sys.exit(f"unknown systems {sorted(unknown)}; choose from {SYSTEMS}")
-        systems = self.availability(wanted)
-        active = [s for s in SYSTEMS if systems[s]["available"]]
+        available = detect(NEEDS, wanted, "not selected (--systems)")
+        active = [s for s in SYSTEMS if available[s]["available"]]
         self.log(
-            "systems: " + ", ".join(f"{s} ({'yes' if systems[s]['available'] else 'no'})" for s in SYSTEMS)
+            "systems: " + ", ".join(f"{s} ({'yes' if available[s]['available'] else 'no'})" for s in SYSTEMS)
         )
-        try:
-            load = os.getloadavg()
-        except OSError:
-            load = None
         results: dict[str, Any] = {
             "meta": {
-                "date": time.strftime("%Y-%m-%d %H:%M:%S %Z"),
+                **machine.describe(),
                 "quick": args.quick,
                 "scale": self.scale,
                 "repeats": self.repeats,
                 "warm_repeats": self.warm_repeats,
                 "zone_map_rows": args.zone_map_rows,
-                "cpus": os.cpu_count(),
-                "platform": platform.platform(),
-                "python": platform.python_version(),
-                "load_average_at_start": load,
-                "systems": systems,
-                "looseleaf_build": looseleaf_build(),
+                "systems": available,
+                "looseleaf_build": build.looseleaf_build(),
             },
         }
         self.log(f"lineitem SF {self.scale:g}: loading")
@@ -733,7 +637,7 @@ class Run:
                     "kinds": query["kinds"],
                     "warm_repeats": self.warm_repeats,
                 }
-                runs[system].append(run_worker(spec))
+                runs[system].append(fresh_process.run(__file__, spec, WORKER_TIMEOUT))
         for system, samples in runs.items():
             errors = [r["error"] for r in samples if "error" in r]
             if errors:
@@ -744,10 +648,10 @@ class Run:
             got = samples[-1]["checks"]
             read = [r["bytes_read"] for r in samples if r.get("bytes_read") is not None]
             result["systems"][system] = {
-                "bytes_read": statistics.median(read) if read else None,
+                "bytes_read": median_or_none(read),
                 "first": statistics.median(first),
                 "first_samples": first,
-                "warm": statistics.median(warm) if warm else None,
+                "warm": median_or_none(warm),
                 "warm_samples": [r["warm_samples"] for r in samples],
                 "rows": got["rows"],
                 "checks": got,
@@ -776,11 +680,6 @@ class Run:
                     entry["systems"][system] = f"error: {type(e).__name__}: {first_line(str(e))}"
             out.append(entry)
         return out
-
-
-def first_line(text: str, limit: int = 160) -> str:
-    line = text.strip().splitlines()[0] if text.strip() else ""
-    return line if len(line) <= limit else line[: limit - 1] + "…"
 
 
 def explain(system: str, path: str, query: dict[str, Any]) -> str:
@@ -875,7 +774,7 @@ def targets(results: dict[str, Any]) -> list[dict[str, Any]]:
     out: list[dict[str, Any]] = []
 
     def add(name: str, measured: str, bar: str, met: bool | None) -> None:
-        out.append({"target": name, "measured": measured, "bar": bar, "met": met})
+        out.append(target(name, measured, bar, met))
 
     names = {"first": "first read", "warm": "warm process"}
     for query in results["queries"]:
@@ -952,8 +851,7 @@ def markdown(results: dict[str, Any]) -> str:
     lines = [
         "# Filtered reads side by side (issue 16)",
         "",
-        f"Run {meta['date']} on {meta['cpus']} CPUs ({meta['platform']}, Python {meta['python']}), load "
-        f"average at start {meta['load_average_at_start']}; lineitem SF {meta['scale']:g} "
+        machine.headline(meta) + f"; lineitem SF {meta['scale']:g} "
         f"({results['data']['rows']:,} rows); "
         + ("**quick mode**; " if meta["quick"] else "")
         + f"each measure the median of {meta['repeats']} fresh processes; warm process = median of "
@@ -1050,10 +948,7 @@ def markdown(results: dict[str, Any]) -> str:
         for entry in results["pushdown"]:
             for system, text in entry["systems"].items():
                 lines.append(f"- {entry['variant']}, {entry['query']}, {LABELS[system]}: {text}")
-    lines += ["", "## Targets", "", "| target | measured | bar | met |", "|---|---|---|---|"]
-    for t in results["targets"]:
-        met = {True: "yes", False: "**no**", None: "n/a"}[t["met"]]
-        lines.append(f"| {t['target']} | {t['measured']} | {t['bar']} | {met} |")
+    lines += targets_section(results["targets"])
     return "\n".join(lines) + "\n"
 
 
@@ -1067,27 +962,20 @@ def main() -> None:
     )
     parser.add_argument("--zone-map-rows", type=int, help="looseleaf's zone_map_rows (default: its own)")
     parser.add_argument("--systems", help=f"comma-separated subset of {','.join(SYSTEMS)}")
-    parser.add_argument("--out", type=Path, default=ROOT / "benches" / "results", help="results directory")
-    parser.add_argument("--data", type=Path, default=ROOT / "benches" / "data", help="data and file cache")
+    parser.add_argument("--out", type=Path, default=RESULTS, help="results directory")
+    parser.add_argument("--data", type=Path, default=DATA, help="data and file cache")
     parser.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.worker:
-        try:
-            result = worker(json.loads(sys.stdin.read()))
-        except Exception as e:  # reported by the parent as this system's result
-            result = {"error": f"{type(e).__name__}: {first_line(str(e), 500)}"}
-        print(json.dumps(result))
+        fresh_process.serve(worker)
         return
     args.out.mkdir(parents=True, exist_ok=True)
     args.data.mkdir(parents=True, exist_ok=True)
     started = time.perf_counter()
-    # Measure one build throughout, even if the package is reinstalled meanwhile (compare.py's way).
-    installed = pin_looseleaf(args.data / "pinned-filters")
+    installed = build.pin_looseleaf(args.data / "pinned-filters")
     results = Run(args).run()
     results["meta"]["wall_seconds"] = time.perf_counter() - started
-    build = results["meta"]["looseleaf_build"]
-    if installed is not None and _extension_built(installed) != build.get("extension_built"):
-        build["installed_changed_during_run"] = _extension_built(installed)
+    build.note_reinstall(results["meta"]["looseleaf_build"], installed)
     name = f"filters-{time.strftime('%Y-%m-%d')}{'-quick' if args.quick else ''}.json"
     (args.out / name).write_text(json.dumps(results, indent=1, default=str))
     print(markdown(results))

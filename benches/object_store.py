@@ -18,26 +18,34 @@ from __future__ import annotations
 import argparse
 import json
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
 from pathlib import Path
 from typing import Any
 
-ROOT = Path(__file__).resolve().parent.parent
+from harness import DATA, RESULTS, ROOT, formats, fresh_process
+from harness.data import lineitem
+from harness.systems import detect
+
+# The S3 server and its proxy are the test suite's (tests/s3_server.py).
 sys.path.insert(0, str(ROOT / "tests"))
-sys.path.insert(0, str(ROOT / "benches"))
 
 SYSTEMS = ["looseleaf", "parquet", "lance", "vortex"]
 BUCKET = "bench"
-EXTENSIONS = {"looseleaf": "leaf", "parquet": "parquet", "lance": "lance", "vortex": "vortex"}
 PROJECTION = ["l_orderkey", "l_extendedprice"]
 TAKE_ROWS = 1000
 WIDE_COLUMNS = 10_000
 WIDE_ROWS = 1_000
 WIDE_READ = [f"c{i:05d}" for i in range(0, WIDE_COLUMNS, WIDE_COLUMNS // 10)]
 DEPTHS: list[Any] = [8, 16, 32, 64, 128, 256, "auto"]
+#: What each system imports to read from an object store (the first module names its version).
+NEEDS = {
+    "looseleaf": ("looseleaf",),
+    "parquet": ("pyarrow", "pyarrow.parquet"),
+    "lance": ("lance", "lance.file"),
+    "vortex": ("vortex", "vortex.store"),
+}
 SEED = 20261124
 
 
@@ -203,45 +211,14 @@ def worker(spec: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
-def run_worker(spec: dict[str, Any], timeout: float = 900) -> dict[str, Any]:
-    done = subprocess.run(
-        [sys.executable, __file__, "--worker", json.dumps(spec)],
-        capture_output=True,
-        text=True,
-        timeout=timeout,
-        check=False,
-    )
-    if done.returncode != 0:
-        return {"error": (done.stderr or done.stdout).strip().splitlines()[-1:]}
-    return json.loads(done.stdout.strip().splitlines()[-1])
-
-
 # --- data ----------------------------------------------------------------------------------------
 
 
 def write_files(table: Any, stem: str, directory: Path, systems: list[str]) -> dict[str, Path]:
-    import pyarrow.parquet as pq
-
-    import looseleaf
-
     paths = {}
     for system in systems:
-        path = directory / f"{stem}.{EXTENSIONS[system]}"
-        if system == "looseleaf":
-            looseleaf.write_table(table, path)
-        elif system == "parquet":
-            pq.write_table(table, path)
-        elif system == "lance":
-            from lance.file import LanceFileWriter
-
-            writer = LanceFileWriter(str(path), table.schema, version="2.1")
-            for batch in table.to_batches():
-                writer.write_batch(batch)
-            writer.close()
-        else:
-            import vortex
-
-            vortex.io.write(table, str(path))
+        path = directory / f"{stem}.{formats.EXTENSIONS[system]}"
+        formats.write(system, table, path)
         paths[system] = path
     return paths
 
@@ -256,21 +233,12 @@ def wide_table() -> Any:
 
 
 def available(systems: list[str]) -> list[str]:
-    out = []
+    """The systems of ``systems`` installed here, in that order; the others said so."""
+    found = detect({s: NEEDS[s] for s in systems}, systems)
     for system in systems:
-        module = {
-            "looseleaf": "looseleaf",
-            "parquet": "pyarrow.parquet",
-            "lance": "lance.file",
-            "vortex": "vortex.store",
-        }
-        try:
-            __import__(module[system])
-        except ImportError:
+        if not found[system]["available"]:
             print(f"  {system}: not installed, left out", file=sys.stderr)
-            continue
-        out.append(system)
-    return out
+    return [s for s in systems if found[s]["available"]]
 
 
 # --- the run ---------------------------------------------------------------------------------------
@@ -290,7 +258,7 @@ def measure(proxy: Any, spec: dict[str, Any], repeats: int) -> dict[str, Any]:
     runs = []
     for _ in range(repeats):
         proxy.stats.clear()
-        result = run_worker(spec)
+        result = fresh_process.run(__file__, spec)
         if "error" in result:
             return result
         with proxy.stats.lock:
@@ -325,7 +293,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
-    parser.add_argument("--worker", help=argparse.SUPPRESS)
+    parser.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--scale", type=float, default=1.0, help="TPC-H scale of lineitem (default 1)")
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument(
@@ -338,18 +306,17 @@ def main() -> None:
     parser.add_argument("--systems", default=",".join(SYSTEMS))
     parser.add_argument("--no-depth-sweep", action="store_true")
     parser.add_argument("--quick", action="store_true", help="scale 0.05, one run, no depth sweep")
-    parser.add_argument("--data", default=str(ROOT / "benches" / "data"))
-    parser.add_argument("--out", default=str(ROOT / "benches" / "results" / "object_store"))
+    parser.add_argument("--data", default=str(DATA))
+    parser.add_argument("--out", default=str(RESULTS / "object_store"))
     args = parser.parse_args()
     if args.worker:
-        print(json.dumps(worker(json.loads(args.worker))))
+        fresh_process.serve(worker)
         return
     if args.quick:
         args.scale, args.repeats, args.no_depth_sweep = 0.05, 1, True
 
     import numpy as np
 
-    from compare import lineitem
     from s3_server import ProxySettings, S3Proxy, start_moto
 
     systems = available(args.systems.split(","))
@@ -365,7 +332,7 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         for stem, data in (("lineitem", table), ("wide", wide)):
             for system, path in write_files(data, stem, Path(tmp), systems).items():
-                key = f"{stem}.{EXTENSIONS[system]}"
+                key = f"{stem}.{formats.EXTENSIONS[system]}"
                 client.upload_file(str(path), BUCKET, key)
                 sizes.setdefault(stem, {})[system] = path.stat().st_size
     settings = ProxySettings(
@@ -404,7 +371,7 @@ def main() -> None:
             for system in systems:
                 spec = {
                     **base,
-                    "key": f"{base['key']}.{EXTENSIONS[system]}",
+                    "key": f"{base['key']}.{formats.EXTENSIONS[system]}",
                     "system": system,
                     "endpoint": proxy.endpoint,
                     "gap": gap,

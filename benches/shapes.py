@@ -15,8 +15,8 @@ not particular to them. Shapes (seeded random, written once per system into ``--
 
 Each measure runs in a fresh process (imports done, open included), the systems interleaved,
 and reports the median: a full scan, a two-column projection and a take of 1,000 random rows
-in random order (each system as `compare.py` reads it). The ratio is the best peer's time over
-looseleaf's: above 1, looseleaf is ahead.
+in random order (each system as `compare.py` reads it: ``harness/formats.py``). The ratio is the
+best peer's time over looseleaf's: above 1, looseleaf is ahead.
 """
 
 from __future__ import annotations
@@ -27,15 +27,14 @@ import os
 import statistics
 import subprocess
 import sys
-import time
 from pathlib import Path
 from typing import Any
 
-sys.path.insert(0, str(Path(__file__).parent))
-import compare
+from harness import formats, fresh_process
+from harness.data import vocabulary
+from harness.timing import seconds
 
 SYSTEMS = ["looseleaf", "parquet", "lance", "vortex"]
-SUFFIX = {"looseleaf": "leaf", "parquet": "parquet", "lance": "lance", "vortex": "vortex"}
 PROJECTIONS = {"text": ["id", "comment"], "lists": ["id", "vec"], "wide2k": ["c0", "c1"]}
 OPS = ["scan", "projection", "take"]
 SEED = 7
@@ -54,12 +53,12 @@ def make(shape: str) -> Any:
 
     if shape == "text":
         n = 500_000
-        vocabulary = compare._vocabulary(rng, 20_000)
-        words = rng.zipf(1.3, n * 20) % len(vocabulary)
+        words = vocabulary(rng, 20_000)
+        picks = rng.zipf(1.3, n * 20) % len(words)
         lengths = rng.integers(3, 20, n)
         comments, at = [], 0
         for length in lengths:
-            comments.append(" ".join(vocabulary[i] for i in words[at : at + length]))
+            comments.append(" ".join(words[i] for i in picks[at : at + length]))
             at += length
         categories = np.array([f"category_{i}" for i in range(50)])
         start = 1_700_000_000_000_000
@@ -100,19 +99,14 @@ def child(system: str, op: str, path: str, columns: list[str], rows: int, seed: 
     """One first read in this (fresh) process, ms."""
     import random
 
-    import pandas  # noqa: F401  (what a script has imported; keeps its import out of the timing)
-    import pyarrow  # noqa: F401
-
-    compare.import_system(system)
+    fresh_process.import_before_clock()
+    formats.import_system(system)
     indices = random.Random(seed).sample(range(rows), 1000)
-    start = time.perf_counter()
     if op == "scan":
-        compare.scan(system, path, None, None)
-    elif op == "projection":
-        compare.scan(system, path, columns, None)
-    else:
-        compare.take(system, path, indices)
-    return (time.perf_counter() - start) * 1e3
+        return seconds(lambda: formats.scan(system, path, None, None)) * 1e3
+    if op == "projection":
+        return seconds(lambda: formats.scan(system, path, columns, None)) * 1e3
+    return seconds(lambda: formats.take(system, path, indices)) * 1e3
 
 
 def main() -> None:
@@ -126,19 +120,18 @@ def main() -> None:
         system, op, path, columns, rows, seed = args.child
         print(child(system, op, path, json.loads(columns), int(rows), int(seed)))
         return
-    available = compare.available_systems(SYSTEMS)
+    available = formats.detect(SYSTEMS, SYSTEMS)
     systems = [s for s in SYSTEMS if available[s]["available"]]
     args.data.mkdir(parents=True, exist_ok=True)
     env = dict(os.environ, OPENBLAS_NUM_THREADS="1")
     for shape in args.shapes.split(","):
         table = None
         for system in systems:
-            path = args.data / f"{shape}.{SUFFIX[system]}"
+            path = args.data / f"{shape}.{formats.EXTENSIONS[system]}"
             if not path.exists():
                 table = make(shape) if table is None else table
-                compare.write(system, table, path)
-            files = list(path.rglob("*")) if path.is_dir() else [path]
-            print(f"{shape} {system}: {sum(f.stat().st_size for f in files) / 1e6:.1f} MB", flush=True)
+                formats.write(system, table, path)
+            print(f"{shape} {system}: {formats.path_size(path) / 1e6:.1f} MB", flush=True)
         import looseleaf
 
         rows = looseleaf.open(str(args.data / f"{shape}.leaf")).num_rows
@@ -146,7 +139,7 @@ def main() -> None:
             times: dict[str, list[float]] = {s: [] for s in systems}
             for repeat in range(args.repeats):
                 for system in systems if repeat % 2 == 0 else systems[::-1]:
-                    path = str(args.data / f"{shape}.{SUFFIX[system]}")
+                    path = str(args.data / f"{shape}.{formats.EXTENSIONS[system]}")
                     spec = [system, op, path, json.dumps(PROJECTIONS[shape]), str(rows), str(repeat)]
                     out = subprocess.run(
                         [sys.executable, __file__, "--child", *spec], capture_output=True, text=True, env=env

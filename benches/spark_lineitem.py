@@ -40,14 +40,14 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import shutil
 import statistics
 import subprocess
 import sys
-import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent
+from harness import DATA, RESULTS, ROOT
+from harness.data import generate_lineitem
+from harness.timing import seconds
 
 Q1 = """
 select l_returnflag, l_linestatus,
@@ -70,20 +70,6 @@ where l_shipdate >= date '1994-01-01' and l_shipdate < date '1995-01-01'
 """
 
 PROJECTION = ["l_orderkey", "l_extendedprice", "l_shipdate"]
-
-
-def generate(scale: float, directory: Path) -> Path:
-    """lineitem.parquet from tpchgen-cli (kept between runs)."""
-    target = directory / "lineitem.parquet"
-    if target.exists():
-        return target
-    cli = shutil.which("tpchgen-cli")
-    if cli is None:
-        sys.exit("tpchgen-cli is not installed: pip install tpchgen-cli")
-    directory.mkdir(parents=True, exist_ok=True)
-    command = [cli, "parquet", "-s", str(scale), "--tables", "lineitem", "--output-dir", str(directory), "-q"]
-    subprocess.run(command, check=True)
-    return target
 
 
 def start_spark(cores: str, jvm: bool):
@@ -180,7 +166,7 @@ def worker(args, name: str, fmt: str) -> int:
 
     spark = start_spark(args.cores, fmt == JVM)
     looseleaf.spark.register(spark)
-    print(json.dumps({"seconds": timed(lambda: Queries(spark, args.dir).run(name, fmt))}))
+    print(json.dumps({"seconds": seconds(lambda: Queries(spark, args.dir).run(name, fmt))}))
     spark.stop()
     return 0
 
@@ -202,12 +188,6 @@ def fresh_run(args, directory: Path, name: str, fmt: str) -> float:
     return json.loads(out.strip().splitlines()[-1])["seconds"]
 
 
-def timed(action) -> float:
-    start = time.perf_counter()
-    action()
-    return time.perf_counter() - start
-
-
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--scale", type=float, default=0.1, help="TPC-H scale factor (default 0.1)")
@@ -225,8 +205,8 @@ def main() -> int:
     import looseleaf.spark
     from looseleaf.spark._jvm import connector_files
 
-    directory = args.dir or ROOT / "data" / f"spark_lineitem_sf{args.scale:g}"
-    source = generate(args.scale, directory)
+    directory = args.dir or DATA / f"spark_lineitem_sf{args.scale:g}"
+    source = generate_lineitem(args.scale, directory)
     try:
         connector_files()
         jvm = True
@@ -277,7 +257,7 @@ def main() -> int:
             queries.run(name, fmt)  # warm-up
         for _ in range(args.runs):
             for fmt in times:
-                times[fmt].append(timed(lambda fmt=fmt, name=name: queries.run(name, fmt)))
+                times[fmt].append(seconds(lambda fmt=fmt, name=name: queries.run(name, fmt)))
         medians = {fmt: statistics.median(t) for fmt, t in times.items()}
         results[name] = {f"{fmt}_s": m for fmt, m in medians.items()}
         line = f"  {name:<16} Parquet {medians['parquet'] * 1000:7.0f} ms"
@@ -303,7 +283,7 @@ def main() -> int:
             line += f"   {fmt} {medians[fmt] * 1000:7.0f} ms ({ratio:4.2f}x)"
         print(line)
 
-    out = ROOT / "results" / "spark_lineitem.json"
+    out = RESULTS / "spark_lineitem.json"
     out.parent.mkdir(exist_ok=True)
     record = {
         "scale": args.scale,
@@ -314,7 +294,7 @@ def main() -> int:
         "results": results,
     }
     out.write_text(json.dumps(record, indent=2) + "\n")
-    print(f"  (results in {out.relative_to(ROOT.parent)})")
+    print(f"  (results in {out.relative_to(ROOT)})")
     return 0
 
 
