@@ -15,7 +15,6 @@ import pty
 import select
 import subprocess
 import sys
-import types
 
 import pyarrow as pa
 import pyarrow.csv as pacsv
@@ -363,20 +362,11 @@ def test_progress_bar_on_a_terminal_only(tmp_path, table):
     assert "rows" not in piped.stderr.decode()
 
 
-def test_trace_is_forwarded(monkeypatch):
-    calls = []
-    fake = types.ModuleType("looseleaf.trace")
-    fake.main = lambda argv: calls.append(argv) or 3
-    monkeypatch.setitem(sys.modules, "looseleaf.trace", fake)
-    assert cli.main(["trace", "--since", "1h", "file.leaf"]) == 3
-    assert calls == [["--since", "1h", "file.leaf"]]
-
-
-def test_trace_unavailable_is_one_line(monkeypatch, capsys):
-    monkeypatch.setitem(sys.modules, "looseleaf.trace", None)  # import fails
-    assert cli.main(["trace"]) == 1
+def test_trace_without_matplotlib_is_one_line(monkeypatch, capsys, tmp_path):
+    monkeypatch.setitem(sys.modules, "matplotlib", None)  # import fails
+    assert cli.main(["trace", "never-read.leaf", "-o", str(tmp_path / "t.png")]) == 1
     err = capsys.readouterr().err
-    assert err.startswith("looseleaf: error: looseleaf trace is not available")
+    assert err.startswith("looseleaf: error: looseleaf trace draws with matplotlib")
     assert err.count("\n") == 1
 
 

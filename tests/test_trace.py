@@ -14,6 +14,7 @@ import pyarrow as pa
 import pytest
 
 import looseleaf
+from looseleaf import cli
 
 ROWS = 20_000
 
@@ -186,7 +187,7 @@ def test_import_does_not_load_matplotlib() -> None:
 def test_command(path: Path, tmp_path: Path) -> None:
     pytest.importorskip("matplotlib")
     png, chrome = tmp_path / "take.png", tmp_path / "take.json"
-    command = [sys.executable, "-m", "looseleaf.trace", str(path), "--take", "200", "--columns", "s,l"]
+    command = [sys.executable, "-m", "looseleaf", "trace", str(path), "--take", "200", "--columns", "s,l"]
     out = subprocess.run(
         [*command, "--json", str(chrome), "-o", str(png)], capture_output=True, text=True, check=True
     )
@@ -194,9 +195,9 @@ def test_command(path: Path, tmp_path: Path) -> None:
     assert png.stat().st_size > 10_000
     assert json.loads(chrome.read_text())["traceEvents"]
 
-    # The function the CLI calls, on a range with a small buffer.
+    # In process, on a range with a small buffer.
     png = tmp_path / "range.png"
-    status = looseleaf.trace.main([str(path), "--range", "100:5000", "--io-buffer", "32KiB", "-o", str(png)])
+    status = cli.main(["trace", str(path), "--range", "100:5000", "--io-buffer", "32KiB", "-o", str(png)])
     assert status == 0
     assert png.exists()
 
@@ -205,14 +206,14 @@ def test_command(path: Path, tmp_path: Path) -> None:
     ("arguments", "message"),
     [
         (["missing.leaf"], "missing.leaf"),
-        (["{path}", "--range", "5:1"], "--range"),
         (["{path}", "--columns", "nope"], "nope"),
     ],
 )
 def test_command_errors_are_one_line(path: Path, tmp_path: Path, arguments: list[str], message: str) -> None:
+    pytest.importorskip("matplotlib")
     arguments = [a.format(path=path) for a in arguments]
     out = subprocess.run(
-        [sys.executable, "-m", "looseleaf.trace", *arguments, "-o", str(tmp_path / "x.png")],
+        [sys.executable, "-m", "looseleaf", "trace", *arguments, "-o", str(tmp_path / "x.png")],
         capture_output=True,
         text=True,
     )
@@ -220,3 +221,23 @@ def test_command_errors_are_one_line(path: Path, tmp_path: Path, arguments: list
     assert "Traceback" not in out.stderr
     assert len(out.stderr.strip().splitlines()) == 1, out.stderr
     assert message in out.stderr
+
+
+@pytest.mark.parametrize(
+    ("arguments", "message"),
+    [
+        (["--range", "5:1"], "--range"),
+        (["--range", "5"], "--range"),
+        (["--take", "-1"], "--take"),
+        (["--io-depth", "deep"], "--io-depth"),
+    ],
+)
+def test_command_usage_errors(path: Path, tmp_path: Path, arguments: list[str], message: str) -> None:
+    out = subprocess.run(
+        [sys.executable, "-m", "looseleaf", "trace", str(path), *arguments, "-o", str(tmp_path / "x.png")],
+        capture_output=True,
+        text=True,
+    )
+    assert out.returncode == 2
+    assert "Traceback" not in out.stderr
+    assert message in out.stderr.strip().splitlines()[-1]

@@ -66,9 +66,8 @@ if TYPE_CHECKING:
 
 
 def __getattr__(name: str) -> Any:
-    # `Trace` lives in `looseleaf.trace`, imported on first use: so `python -m looseleaf.trace`
-    # runs the module once (runpy warns about a module the package imported already), and
-    # `import looseleaf` stays as quick as it was.
+    # `Trace` lives in `looseleaf.trace`, imported on first use, so that `import looseleaf`
+    # stays as quick as it was.
     if name == "Trace":
         from .trace import Trace
 

@@ -1,6 +1,6 @@
 """Traces of reads: :class:`Trace`, filled by any read given it (``trace=``), exported as Chrome
-trace JSON (opens in Perfetto) or drawn as a PNG timeline; and :func:`main`, the ``looseleaf
-trace`` command.
+trace JSON (opens in Perfetto) or drawn as a PNG timeline (the ``looseleaf trace`` command,
+:mod:`looseleaf.cli.trace`, draws one of a read it makes).
 
 >>> trace = looseleaf.Trace()  # doctest: +SKIP
 >>> table = reader.to_table(columns=["id", "comment"], trace=trace)  # doctest: +SKIP
@@ -13,17 +13,13 @@ by :meth:`Trace.to_png` alone (``pip install looseleaf[trace]``), never by ``imp
 
 from __future__ import annotations
 
-import argparse
 import os
-import random
-import sys
 from collections.abc import Mapping, Sequence
 from typing import Any
 
 from . import _looseleaf
-from .exceptions import LooseleafError
 
-__all__ = ["Trace", "main"]
+__all__ = ["Trace"]
 
 PathLike = str | os.PathLike[str]
 
@@ -192,7 +188,8 @@ def _pack(intervals: Sequence[tuple[float, float]]) -> list[int]:
     return rows
 
 
-def _size(n: float) -> str:
+def format_size(n: float) -> str:
+    """``n`` bytes in binary units, as the picture gives sizes: ``"43.3 MiB"``."""
     for unit, scale in (("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10)):
         if n >= scale:
             return f"{n / scale:.1f} {unit}"
@@ -364,132 +361,10 @@ def _draw(
     headline = title or os.path.basename(location.rstrip("/")) or location
     depth = info.get("io_depth")
     details = (
-        f"{rows_out:,} rows in {len(batches)} batches · {_size(read_bytes)} in {len(issued)} reads "
+        f"{rows_out:,} rows in {len(batches)} batches · {format_size(read_bytes)} in {len(issued)} reads "
         f"({bypassed} past the budget) · {(t1 - t0) / 1000.0:.1f} ms"
-        + (f" · buffer {_size(limit)}" if limit else "")
+        + (f" · buffer {format_size(limit)}" if limit else "")
         + (f" · depth {depth}" if depth else "")
     )
     fig.suptitle(f"{headline}\n{details}", fontsize=11)
     fig.savefig(path, dpi=dpi)
-
-
-# --- the command --------------------------------------------------------------------------
-
-
-def _parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
-        prog="looseleaf trace",
-        description="Reads a looseleaf file with a trace and draws it: the scheduling loop, the "
-        "storage reads in flight, decoding, the batches handed out and the I/O buffer over time.",
-    )
-    parser.add_argument("file", help="a path or URL (s3://, gs://, az://, http(s)://, memory://)")
-    parser.add_argument("-o", "--output", required=True, help="the PNG to write")
-    parser.add_argument("--columns", help="comma-separated columns to read (default: all)")
-    rows = parser.add_mutually_exclusive_group()
-    rows.add_argument("--take", type=int, metavar="N", help="take N random rows (seeded by --seed)")
-    rows.add_argument("--range", metavar="A:B", help="read rows A to B (B excluded)")
-    parser.add_argument("--seed", type=int, default=0, help="seed of the rows --take picks (default 0)")
-    parser.add_argument("--json", metavar="OUT.json", help="also write the Chrome trace JSON (Perfetto)")
-    parser.add_argument(
-        "--storage-option",
-        action="append",
-        default=[],
-        metavar="K=V",
-        help="an object store option (repeatable), e.g. aws_region=eu-west-1",
-    )
-    parser.add_argument(
-        "--io-buffer", metavar="SIZE", help="the I/O buffer, e.g. 8MiB (default: the storage's)"
-    )
-    parser.add_argument("--io-depth", metavar="N", help="reads in flight, or auto")
-    parser.add_argument("--batch-size", type=int, metavar="ROWS", help="rows per batch")
-    parser.add_argument("--title", help="the picture's title (default: the file's name)")
-    return parser
-
-
-def _key_values(pairs: Sequence[str], what: str) -> dict[str, str]:
-    out = {}
-    for pair in pairs:
-        key, sep, value = pair.partition("=")
-        if not sep or not key:
-            raise ValueError(f"{what} must be KEY=VALUE, got {pair!r}")
-        out[key] = value
-    return out
-
-
-def _run(args: argparse.Namespace) -> str:
-    from .reader import open as open_file
-
-    storage = _key_values(args.storage_option, "--storage-option") or None
-    options: dict[str, Any] = {}
-    if args.io_buffer is not None:
-        options["io_buffer_bytes"] = args.io_buffer
-    if args.io_depth is not None:
-        options["io_depth"] = args.io_depth if args.io_depth == "auto" else int(args.io_depth)
-    if args.batch_size is not None:
-        options["batch_size"] = args.batch_size
-    columns = [c.strip() for c in args.columns.split(",") if c.strip()] if args.columns else None
-    reader = open_file(args.file, storage_options=storage)
-    trace = Trace()
-    if args.take is not None:
-        if args.take < 0:
-            raise ValueError(f"--take must be at least 0, got {args.take}")
-        rng = random.Random(args.seed)
-        n = reader.num_rows
-        indices = rng.sample(range(n), args.take) if args.take <= n else rng.choices(range(n), k=args.take)
-        reader.take(indices, columns, trace=trace, **options)
-        what = f"take of {args.take:,} random rows"
-    else:
-        start, num_rows = None, None
-        what = "scan"
-        if args.range is not None:
-            a, sep, b = args.range.partition(":")
-            try:
-                start, end = int(a), int(b)
-            except ValueError:
-                raise ValueError(f"--range must be A:B (two row numbers), got {args.range!r}") from None
-            if not sep or end < start:
-                raise ValueError(f"--range must be A:B with A <= B, got {args.range!r}")
-            num_rows = end - start
-            what = f"rows {start:,}:{end:,}"
-        stream = reader.stream(columns, start=start, num_rows=num_rows, trace=trace, **options)
-        for _ in _batches(stream):
-            pass
-    names = {c["column"]: c["field"] for c in reader.metadata["columns"]}
-    title = args.title or f"{os.path.basename(reader.path.rstrip('/'))}: {what}" + (
-        f" of {', '.join(columns)}" if columns else ""
-    )
-    trace.to_png(args.output, title=title, column_names=names)
-    if args.json:
-        trace.to_chrome_json(args.json)
-    s = trace.summary()
-    return (
-        f"{args.output}: {s['rows']:,} rows, {_size(s['bytes_read'])} in {s['reads']} reads "
-        f"({s['bypassed_reads']} past the budget), {s['duration_ms']:.1f} ms"
-        + (f"; {args.json} opens in https://ui.perfetto.dev" if args.json else "")
-    )
-
-
-def _batches(stream: Any) -> Any:
-    import pyarrow as pa
-
-    return iter(pa.RecordBatchReader.from_stream(stream))
-
-
-def main(argv: Sequence[str] | None = None) -> int:
-    """``looseleaf trace FILE [--columns a,b] [--take N | --range A:B] [--storage-option K=V ...]
-    [--json out.json] -o trace.png``: reads the file with a trace, draws it, prints a summary.
-    Errors are one line on stderr (exit status 1), never a traceback."""
-    args = _parser().parse_args(argv)
-    try:
-        print(_run(args))
-    except (LooseleafError, ValueError, OSError, ImportError) as e:
-        print(f"looseleaf trace: error: {e}", file=sys.stderr)
-        return 1
-    return 0
-
-
-# The command's name in the CLI (``looseleaf trace`` calls it).
-main_trace = main
-
-if __name__ == "__main__":
-    sys.exit(main())

@@ -1,7 +1,8 @@
 """The ``looseleaf`` command: ``head``, ``cat``, ``inspect``, ``convert``, ``demo`` and ``trace``.
 
 Each command lives in its own module (:mod:`.show` for ``head`` and ``cat``, :mod:`.inspect`,
-:mod:`.convert`, :mod:`.demo`); this one parses the arguments and turns failures into exit codes:
+:mod:`.convert`, :mod:`.demo`, :mod:`.trace`); this one parses the arguments and turns failures
+into exit codes:
 
 - 0 on success; 1 with one line ``looseleaf: error: <cause>`` on stderr for any error (a missing
   or corrupt file, a bad format, a pyarrow error, ...), never a traceback unless ``--traceback``
@@ -11,15 +12,12 @@ Each command lives in its own module (:mod:`.show` for ``head`` and ``cat``, :mo
 - Paths are anything :func:`looseleaf.open` takes (object store URLs included); each
   ``--storage-option KEY=VALUE`` (repeatable, on every command that takes a path) configures
   the store.
-
-``looseleaf trace ARGS...`` hands ``ARGS`` to ``looseleaf.trace.main``, imported only then.
 """
 
 from __future__ import annotations
 
 import argparse
 import contextlib
-import importlib
 import json
 import os
 import sys
@@ -60,9 +58,6 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 def _run(argv: list[str]) -> int:
-    command = _command_index(argv)
-    if command < len(argv) and argv[command] == "trace":
-        return _run_trace(argv[command + 1 :])
     parser = _parser()
     args = parser.parse_args(argv)
     if args.command == "demo":
@@ -87,6 +82,23 @@ def _run(argv: list[str]) -> int:
             source_format=args.from_format or guess_format(args.source, default="leaf"),
             destination_format=args.to_format or guess_format(args.destination),
             page_size=args.page_size,
+            storage_options=storage_options,
+        )
+    if args.command == "trace":
+        from .trace import run_trace
+
+        return run_trace(
+            args.path,
+            output=args.output,
+            columns=_columns(parser, args.columns),
+            take=args.take,
+            row_range=args.range,
+            seed=args.seed,
+            chrome_json=args.json,
+            title=args.title,
+            io_buffer=args.io_buffer,
+            io_depth=args.io_depth,
+            batch_size=args.batch_size,
             storage_options=storage_options,
         )
     from .show import run_show
@@ -202,7 +214,29 @@ def _parser() -> argparse.ArgumentParser:
     )
     demo.add_argument("--dir", default=None, help="where to write (default: a temporary directory)")
 
-    commands.add_parser("trace", help="looseleaf trace (see looseleaf trace --help)", add_help=False)
+    trace = commands.add_parser(
+        "trace",
+        parents=[storage],
+        help="read a file with a trace and draw it: reads in flight, decoding, the I/O buffer",
+        description="Read a looseleaf file with a trace and draw it: the scheduling loop, the "
+        "storage reads in flight, decoding, the batches handed out and the I/O buffer over time.",
+    )
+    trace.add_argument("path", help="a path or URL (s3://, gs://, az://, http(s)://, memory://)")
+    trace.add_argument("-o", "--output", required=True, help="the PNG to write")
+    trace.add_argument("--columns", help="comma-separated columns to read (default: all)")
+    which = trace.add_mutually_exclusive_group()
+    which.add_argument(
+        "--take", type=_non_negative, metavar="N", help="take N random rows (seeded by --seed)"
+    )
+    which.add_argument("--range", type=_row_range, metavar="A:B", help="read rows A to B (B excluded)")
+    trace.add_argument("--seed", type=int, default=0, help="seed of the rows --take picks (default 0)")
+    trace.add_argument("--json", metavar="OUT.json", help="also write the Chrome trace JSON (Perfetto)")
+    trace.add_argument(
+        "--io-buffer", metavar="SIZE", help="the I/O buffer, e.g. 8MiB (default: the storage's)"
+    )
+    trace.add_argument("--io-depth", type=_io_depth, metavar="N", help="reads in flight, or auto")
+    trace.add_argument("--batch-size", type=int, metavar="ROWS", help="rows per batch")
+    trace.add_argument("--title", help="the picture's title (default: the file's name and the read)")
     return parser
 
 
@@ -214,14 +248,6 @@ def _command_index(argv: list[str]) -> int:
     return len(argv)
 
 
-def _run_trace(argv: list[str]) -> int:
-    try:
-        trace = importlib.import_module("looseleaf.trace")
-    except ImportError as e:
-        raise CliError(f"looseleaf trace is not available in this installation ({e})") from e
-    return int(trace.main(argv) or 0)
-
-
 def _non_negative(text: str) -> int:
     try:
         value = int(text)
@@ -230,6 +256,28 @@ def _non_negative(text: str) -> int:
     if value < 0:
         raise argparse.ArgumentTypeError(f"must be 0 or more, got {value}")
     return value
+
+
+def _row_range(text: str) -> tuple[int, int]:
+    """``--range A:B``: rows A (included) to B (excluded)."""
+    first, sep, last = text.partition(":")
+    try:
+        start, end = int(first), int(last)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not A:B (two row numbers): {text!r}") from None
+    if not sep or start < 0 or end < start:
+        raise argparse.ArgumentTypeError(f"must be A:B with 0 <= A <= B, got {text!r}")
+    return start, end
+
+
+def _io_depth(text: str) -> int | str:
+    """``--io-depth``: reads in flight, or ``auto``."""
+    if text == "auto":
+        return text
+    try:
+        return int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number of reads or auto: {text!r}") from None
 
 
 def _storage_options(parser: argparse.ArgumentParser, pairs: list[str]) -> dict[str, str]:
