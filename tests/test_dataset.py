@@ -107,6 +107,45 @@ def test_partitioned_round_trip_on_every_read_path(tmp_path_factory, table, data
         kept = ds.take(indices, filter=expression)
         assert _plain(kept).equals(_plain(got).take(positions).filter(expression)), expression
 
+    # Row ranges numbered across files, as a slice of the whole (filtered: its rows filtered).
+    start = data.draw(st.integers(0, table.num_rows))
+    length = data.draw(st.integers(0, table.num_rows - start))
+    assert _plain(ds.to_table(start=start, num_rows=length)).equals(_plain(got).slice(start, length))
+    assert _plain(pa.Table.from_batches(ds.read_range(start, length), ds.schema)).equals(
+        _plain(got).slice(start, length)
+    )
+    assert ds.count_rows(start=start, num_rows=length) == length
+    expression = filters[data.draw(st.integers(0, len(filters) - 1))]
+    ranged = _plain(ds.to_table(start=start, num_rows=length, filter=expression))
+    assert ranged.equals(_plain(got).slice(start, length).filter(expression)), expression
+
+
+def test_every_read_option_of_a_file_read_applies_to_a_dataset_read(tmp_path):
+    """One description of a read: a dataset takes every keyword a file read takes (``trace``
+    included), with the same errors for bad values."""
+    table = pa.table({"id": pa.array(range(5_000), pa.int64()), "k": pa.array([i % 3 for i in range(5_000)])})
+    looseleaf.write_dataset(table, tmp_path / "ds", partitioning=["k"], max_rows_per_file=700)
+    ds = looseleaf.dataset(tmp_path / "ds")
+    file = looseleaf.open(ds.files[0])
+    for reader in (file, ds):
+        trace = looseleaf.Trace()
+        got = reader.to_table(columns=["id"], trace=trace, batch_size=100, io_depth=2, verify_checksums=True)
+        assert got.num_rows == reader.num_rows
+        requests = {read["request"] for read in trace.reads}
+        assert len(requests) >= (len(ds.files) if reader is ds else 1)
+        handed_out = [s for s in trace.spans if s["lane"] == "consumer"]
+        assert sum(s["rows"] for s in handed_out) == reader.num_rows, handed_out[:3]
+        stream = reader.stream(columns=["id"], trace=looseleaf.Trace(), io_buffer_bytes="1 MiB")
+        assert pa.RecordBatchReader.from_stream(stream).read_all().num_rows == reader.num_rows
+        assert stream.io_stats()["files_read"] == (len(ds.files) if reader is ds else 1)
+        with pytest.raises(looseleaf.InvalidArgumentError, match="batch_size"):
+            reader.to_table(batch_size=0)
+        with pytest.raises(looseleaf.InvalidArgumentError, match="unknown read option"):
+            reader.to_table(batchsize=5)
+        with pytest.raises(looseleaf.InvalidArgumentError, match=r"trace must be a looseleaf\.Trace"):
+            reader.take([0], trace="yes")
+        assert reader.count_rows(start=10, num_rows=20) == 20
+
 
 def test_equals_pyarrow_dataset_of_the_same_hive_layout(tmp_path):
     rng = random.Random(5)

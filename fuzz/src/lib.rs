@@ -29,18 +29,15 @@ use std::ops::Range;
 use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
-use arrow_array::{Array, RecordBatch};
+use arrow_array::{Array, ArrayRef, Int64Array, RecordBatch, Scalar};
 use arrow_schema::{DataType, SchemaRef};
 use bytes::Bytes;
 use futures::StreamExt;
 use futures::future::BoxFuture;
-use looseleaf::filter::Predicate;
+use looseleaf::filter::{CompareOp, Predicate};
 use looseleaf::format::schema::is_variable_width;
 use looseleaf::io::{IoDepth, RangeReader};
-use looseleaf::{
-    ByteCount, Comparison, Error, FileReader, IoOptions, PagePredicate, ReadBuilder, ReadOptions, RowSelection,
-    StatValue,
-};
+use looseleaf::{ByteCount, Error, FileReader, IoOptions, ReadBuilder, ReadOptions, RowSelection};
 
 /// The location the input is opened as; every error must name it.
 pub const LOCATION: &str = "memory://fuzz-input.leaf";
@@ -230,17 +227,24 @@ async fn read_all_ways(data: Bytes) -> bool {
     for name in names.iter().take(8) {
         checked(file.column_bounds(name).await, "column bounds");
     }
-    let predicates: Vec<PagePredicate> = names
+    // Null tests of any column, comparisons of integer-ordered ones: filters that bind.
+    let parts: Vec<Predicate> = schema
+        .fields()
         .iter()
         .take(4)
-        .flat_map(|name| {
+        .flat_map(|field| {
+            let column = vec![field.name().clone()];
+            let integer = field.data_type().is_integer() || field.data_type().is_temporal();
+            let zero = Scalar::new(Arc::new(Int64Array::from(vec![0])) as ArrayRef);
             [
-                PagePredicate::IsNotNull(name.clone()),
-                PagePredicate::Compare { column: name.clone(), op: Comparison::Gt, value: StatValue::Int(0) },
+                Some(Predicate::IsNotNull(column.clone())),
+                integer.then(|| Predicate::compare(field.name(), CompareOp::Gt, zero)),
             ]
         })
+        .flatten()
         .collect();
-    if let Some(selection) = checked(file.rows_matching_statistics(&predicates).await, "statistics") {
+    let filter = Predicate::And(parts);
+    if let Some(selection) = checked(file.rows_matching_statistics(&filter).await, "statistics") {
         let rows = selection.num_rows();
         drain(file.read().with_selection(selection), None, rows, "rows matching statistics").await;
     }

@@ -8,6 +8,7 @@ from typing import Any
 __version__: str
 DEFAULT_BATCH_SIZE: int
 DEFAULT_PAGE_SIZE: int
+READ_OPTION_NAMES: list[str]
 ENCODINGS: list[str]
 
 class ArrowSchema:
@@ -51,7 +52,7 @@ class FileReader:
     @property
     def options(self) -> dict[str, Any]: ...
     def metadata(self) -> dict[str, Any]: ...
-    def scan(
+    def stream(
         self,
         columns: Sequence[str] | None = None,
         start: int | None = None,
@@ -66,6 +67,7 @@ class FileReader:
         **options: Any,
     ) -> Batches: ...
     def take(self, indices: object, columns: Sequence[str] | None = None, **options: Any) -> Batches: ...
+    def count_rows(self, start: int | None = None, num_rows: int | None = None, **options: Any) -> int: ...
     def plan(
         self,
         columns: Sequence[str] | None = None,
@@ -110,6 +112,9 @@ def get_io_budget() -> IoBudget | None:
 
 def read_options(**options: Any) -> dict[str, Any]:
     """Checks read options given by name; returns the ones set, normalised."""
+
+def read_option_name(spelling: str) -> str | None:
+    """The read option ``spelling`` names (``batchSize`` is ``batch_size``), or ``None``."""
 
 def parse_size(text: str) -> int:
     """A size in bytes from text such as ``134217728``, ``128m`` or ``64 MiB``."""
@@ -208,11 +213,30 @@ class Dataset:
     @property
     def num_rows(self) -> int: ...
     def file_partitions(self) -> Batches: ...
-    def stream(self, columns: Sequence[str] | None = None, **options: Any) -> ReadStream: ...
-    def read_table(self, columns: Sequence[str] | None = None, **options: Any) -> Batches: ...
+    def stream(
+        self,
+        columns: Sequence[str] | None = None,
+        start: int | None = None,
+        num_rows: int | None = None,
+        **options: Any,
+    ) -> ReadStream: ...
+    def read_table(
+        self,
+        columns: Sequence[str] | None = None,
+        start: int | None = None,
+        num_rows: int | None = None,
+        **options: Any,
+    ) -> Batches: ...
     def take(self, indices: Any, columns: Sequence[str] | None = None, **options: Any) -> Batches: ...
-    def count_rows(self, **options: Any) -> int: ...
-    def plan(self, columns: Sequence[str] | None = None, **options: Any) -> list[dict[str, Any]]: ...
+    def count_rows(self, start: int | None = None, num_rows: int | None = None, **options: Any) -> int: ...
+    def plan(
+        self,
+        columns: Sequence[str] | None = None,
+        start: int | None = None,
+        num_rows: int | None = None,
+        indices: object | None = None,
+        **options: Any,
+    ) -> list[dict[str, Any]]: ...
 
 def write_dataset(
     data: object,

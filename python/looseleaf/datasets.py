@@ -25,7 +25,8 @@ from typing import TYPE_CHECKING, Any, Literal, Unpack
 import pyarrow as pa
 
 from . import _looseleaf
-from .reader import ReadOptions, _with_filter
+from ._readable import Readable, with_filter
+from .reader import ReadOptions
 
 if TYPE_CHECKING:
     from .filters import Filter
@@ -59,7 +60,7 @@ def dataset(
     return Dataset(native)
 
 
-class Dataset:
+class Dataset(Readable):
     """Many looseleaf files read as one table. Thread safe; reads may run concurrently.
 
     Rows are numbered across files in the order of :attr:`files` (``take`` uses those numbers).
@@ -99,66 +100,13 @@ class Dataset:
         """Rows in all files (from their metadata)."""
         return self._native.num_rows
 
-    def count_rows(self, *, filter: Filter | None = None, **options: Unpack[ReadOptions]) -> int:
-        """Rows a read with ``filter`` returns: without a filter, from metadata alone; with one,
-        files its partition parts rule out are skipped, others read only the filter's columns."""
-        return self._native.count_rows(**_with_filter(options, filter))
-
-    def stream(
-        self,
-        columns: Sequence[str] | None = None,
-        *,
-        filter: Filter | None = None,
-        **options: Unpack[ReadOptions],
-    ) -> _looseleaf.ReadStream:
-        """Starts a read across the files; the native stream exports its batches through
-        ``__arrow_c_stream__`` and its counters (summed over files, with ``files_read``) through
-        ``io_stats()``."""
-        return self._native.stream(columns, **_with_filter(options, filter))
-
-    def read_all(
-        self,
-        columns: Sequence[str] | None = None,
-        *,
-        filter: Filter | None = None,
-        **options: Unpack[ReadOptions],
-    ) -> pa.RecordBatchReader:
-        """Streams the rows of every file in order, as batches; ``columns`` may name partition
-        columns; ``filter`` keeps the rows it selects (a ``pyarrow.compute.Expression`` or
-        ``pyarrow.parquet``'s tuples, on any column, partition columns included)."""
-        return pa.RecordBatchReader.from_stream(self.stream(columns, filter=filter, **options))
-
-    def to_table(
-        self,
-        columns: Sequence[str] | None = None,
-        *,
-        filter: Filter | None = None,
-        **options: Unpack[ReadOptions],
-    ) -> pa.Table:
-        """Reads every row (that ``filter`` selects) into a table."""
-        batches = self._native.read_table(columns, **_with_filter(options, filter))
-        return pa.RecordBatchReader.from_stream(batches).read_all()
-
-    def take(
-        self,
-        indices: Any,
-        columns: Sequence[str] | None = None,
-        *,
-        filter: Filter | None = None,
-        **options: Unpack[ReadOptions],
-    ) -> pa.Table:
-        """The rows at dataset row numbers ``indices`` (any order, repeats allowed), in that
-        order; only the files holding them are read, concurrently. With ``filter``, those of
-        them it selects, still in that order."""
-        if isinstance(indices, pa.ChunkedArray):
-            indices = indices.combine_chunks()
-        batches = self._native.take(indices, columns, **_with_filter(options, filter))
-        return pa.RecordBatchReader.from_stream(batches).read_all()
-
     def plan(
         self,
         columns: Sequence[str] | None = None,
         *,
+        start: int | None = None,
+        num_rows: int | None = None,
+        indices: Any = None,
         filter: Filter | None = None,
         **options: Unpack[ReadOptions],
     ) -> dict[str, Any]:
@@ -166,7 +114,9 @@ class Dataset:
         :meth:`looseleaf.FileReader.plan` gives, with ``file`` and ``pruned``: ruled out by its
         partition values), and the totals ``requests``, ``bytes``, ``files_read`` and
         ``files_pruned``."""
-        files = self._native.plan(columns, **_with_filter(options, filter))
+        if isinstance(indices, pa.ChunkedArray):
+            indices = indices.combine_chunks()
+        files = self._native.plan(columns, start, num_rows, indices, **with_filter(options, filter))
         read = [f for f in files if not f["pruned"]]
         return {
             "files": files,

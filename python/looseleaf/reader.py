@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Any, TypedDict, Unpack
 import pyarrow as pa
 
 from . import _looseleaf
-from .filters import to_native
+from ._readable import Readable, with_filter
 
 if TYPE_CHECKING:
     from .filters import Filter
@@ -123,7 +123,7 @@ def open(
     return FileReader(_looseleaf.FileReader.open(path, storage_options=storage_options, **options))
 
 
-class FileReader:
+class FileReader(Readable):
     """An open looseleaf file. Thread safe; reads may run concurrently."""
 
     def __init__(self, native: _looseleaf.FileReader) -> None:
@@ -164,85 +164,6 @@ class FileReader:
             self._metadata = self._native.metadata()
         return self._metadata
 
-    def stream(
-        self,
-        columns: Sequence[str] | None = None,
-        *,
-        start: int | None = None,
-        num_rows: int | None = None,
-        filter: Filter | None = None,
-        **options: Unpack[ReadOptions],
-    ) -> _looseleaf.ReadStream:
-        """Starts a read and returns the native stream, which exports its batches through
-        ``__arrow_c_stream__`` (once) and reports its I/O counters with ``io_stats()``.
-
-        ``filter`` (a ``pyarrow.compute.Expression`` or ``pyarrow.parquet``'s list of tuples)
-        keeps only the rows it selects, as ``table.filter`` would; ``io_stats()`` then counts the
-        zones of rows skipped by their statistics (``zones_skipped``) and read (``zones_read``).
-        The filter's columns need not be among ``columns``."""
-        return self._native.scan(columns, start, num_rows, **_with_filter(options, filter))
-
-    def read_all(
-        self,
-        columns: Sequence[str] | None = None,
-        *,
-        filter: Filter | None = None,
-        **options: Unpack[ReadOptions],
-    ) -> pa.RecordBatchReader:
-        """Streams every row (of ``columns``, in that order) as batches of ``batch_size`` rows.
-
-        Memory stays bounded by the I/O buffer, the page each column is decoding and the
-        batches being decoded, whatever the file size. ``filter`` keeps only the rows it
-        selects (see :meth:`stream`)."""
-        return pa.RecordBatchReader.from_stream(self.stream(columns, filter=filter, **options))
-
-    def read_range(
-        self,
-        start: int,
-        num_rows: int,
-        columns: Sequence[str] | None = None,
-        *,
-        filter: Filter | None = None,
-        **options: Unpack[ReadOptions],
-    ) -> pa.RecordBatchReader:
-        """Streams rows ``start`` to ``start + num_rows`` (which must lie within the file);
-        with ``filter``, only those of them it selects (see :meth:`stream`)."""
-        return pa.RecordBatchReader.from_stream(
-            self.stream(columns, start=start, num_rows=num_rows, filter=filter, **options)
-        )
-
-    def to_table(
-        self,
-        columns: Sequence[str] | None = None,
-        *,
-        start: int | None = None,
-        num_rows: int | None = None,
-        filter: Filter | None = None,
-        **options: Unpack[ReadOptions],
-    ) -> pa.Table:
-        """Reads every row (or ``start``/``num_rows``) into a table; with ``filter``, only the
-        rows it selects (see :meth:`stream`)."""
-        batches = self._native.read_table(columns, start, num_rows, **_with_filter(options, filter))
-        return pa.RecordBatchReader.from_stream(batches).read_all()
-
-    def take(
-        self,
-        indices: Any,
-        columns: Sequence[str] | None = None,
-        *,
-        filter: Filter | None = None,
-        **options: Unpack[ReadOptions],
-    ) -> pa.Table:
-        """The rows at ``indices`` (any order, repeats allowed), in that order.
-
-        ``indices`` is a sequence of integers, a numpy array of integers, or a pyarrow integer
-        array (chunked or not). Only the bytes of those rows are read. With ``filter``, the rows
-        at ``indices`` that it selects, still in the order of ``indices`` (see :meth:`stream`)."""
-        if isinstance(indices, pa.ChunkedArray):
-            indices = indices.combine_chunks()
-        batches = self._native.take(indices, columns, **_with_filter(options, filter))
-        return pa.RecordBatchReader.from_stream(batches).read_all()
-
     def plan(
         self,
         columns: Sequence[str] | None = None,
@@ -265,16 +186,9 @@ class FileReader:
         and those their statistics rule out (skipped)."""
         if isinstance(indices, pa.ChunkedArray):
             indices = indices.combine_chunks()
-        return self._native.plan(columns, start, num_rows, indices, **_with_filter(options, filter))
+        return self._native.plan(columns, start, num_rows, indices, **with_filter(options, filter))
 
     def __repr__(self) -> str:
         return (
             f"looseleaf.FileReader({self.path!r}, num_rows={self.num_rows}, num_columns={self.num_columns})"
         )
-
-
-def _with_filter(options: dict[str, Any], filter: Filter | None) -> dict[str, Any]:
-    """The native call's options: ``options`` and, if there is a filter, its engine form."""
-    if filter is None:
-        return options
-    return {**options, "filter": to_native(filter)}

@@ -16,7 +16,10 @@ from ..exceptions import InvalidArgumentError
 from ._dataset import DEFAULT_OPEN_COST_BYTES, DEFAULT_TARGET_BYTES, PartitionOptions, parse_columns
 from ._storage import Storage
 
-#: Every option, by its lower-case name (Spark lower-cases option names), with its spelling.
+#: The data source's own read options, by their lower-case name (Spark lower-cases option
+#: names), with their spelling. Every other read option is the engine's (``batchSize``,
+#: ``ioDepth``, ``ioBufferBytes``, ``decodeParallelism``, ``verifyChecksums``, ...), named and
+#: checked by the engine, as the JVM connector's are.
 READ_OPTIONS = {
     "path": "path",
     "paths": "paths",
@@ -25,9 +28,6 @@ READ_OPTIONS = {
     "opencostbytes": "openCostBytes",
     "minpartitions": "minPartitions",
     "recursivefilelookup": "recursiveFileLookup",
-    "batchsize": "batchSize",
-    "iodepth": "ioDepth",
-    "iobufferbytes": "ioBufferBytes",
 }
 WRITE_OPTIONS = {
     "path": "path",
@@ -46,15 +46,24 @@ STORAGE_PREFIX = "storage."
 
 def _lower(options: Mapping[str, str]) -> dict[str, str]:
     out = {str(k).lower(): v for k, v in options.items()}
-    unknown = sorted(k for k in out if k not in KNOWN_OPTIONS and not k.startswith(STORAGE_PREFIX))
+    unknown = sorted(
+        k
+        for k in out
+        if k not in KNOWN_OPTIONS and not k.startswith(STORAGE_PREFIX) and engine_option(k) is None
+    )
     if unknown:
         known = ", ".join(sorted(set(KNOWN_OPTIONS.values())))
-        raise InvalidArgumentError(f"unknown looseleaf option(s) {unknown}; the options are: {known}")
+        raise InvalidArgumentError(
+            f"unknown looseleaf option(s) {unknown}; the options are: {known}, the engine's read options "
+            f"({', '.join(_looseleaf.READ_OPTION_NAMES)}, in any spelling: batchSize is batch_size) "
+            "and storage.<key>"
+        )
     return out
 
 
-#: Spark options that are the engine's read options, by their lower-case Spark name.
-ENGINE_READ_OPTIONS = {"batchsize": "batch_size", "iodepth": "io_depth", "iobufferbytes": "io_buffer_bytes"}
+def engine_option(spelling: str) -> str | None:
+    """The engine's read option ``spelling`` names (``batchsize`` is ``batch_size``), or None."""
+    return _looseleaf.read_option_name(spelling)
 
 
 def parse_bytes(name: str, value: str | int) -> int:
@@ -143,7 +152,7 @@ class ReadOptions:
             partitioning=partitioning,
             recursive=parse_bool("recursiveFileLookup", o.get("recursivefilelookup", "false")),
             engine=_looseleaf.read_options(
-                **{engine: o[spark] for spark, engine in ENGINE_READ_OPTIONS.items() if spark in o}
+                **{name: o[key] for key in o if key not in KNOWN_OPTIONS and (name := engine_option(key))}
             ),
             storage=parse_storage(o),
         )

@@ -1,7 +1,6 @@
 //! The Rust objects behind the JVM's `long` handles: an open file, a running scan, an encoded
 //! batch; and the one tokio runtime they run on.
 
-use std::num::NonZeroUsize;
 use std::ops::Range;
 use std::sync::OnceLock;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -10,9 +9,9 @@ use arrow_array::RecordBatch;
 use arrow_ipc::writer::{DictionaryTracker, IpcDataGenerator, IpcWriteContext, IpcWriteOptions};
 use arrow_schema::SchemaRef;
 use futures::StreamExt;
+use looseleaf::filter::Predicate;
 use looseleaf::{
-    ColumnBounds, Comparison, FileReader, Location, PagePredicate, RecordBatchStream, RowSelection, StatValue,
-    StorageOptions, spark_form,
+    ColumnBounds, FileReader, Location, ReadOptions, RecordBatchStream, RowSelection, StorageOptions, spark_form,
 };
 
 use crate::policy::Failure;
@@ -134,31 +133,11 @@ pub fn dataset(location: &str, options: &[String]) -> Result<Vec<u8>, Failure> {
 }
 
 /// The files of a [`dataset`] stream (`partitions`, as [`dataset`] made it) that `filter` does
-/// not rule out by their partition values (`looseleaf::dataset::partition_rules_out`), by
-/// index. `filter` is the core's JSON form; `literals` its constants, one per line: `i:<integer>`
-/// or `s:<UTF-8 in hex>`.
-pub fn kept_files(partitions: &[u8], filter: &str, literals: &[String]) -> Result<Vec<i64>, Failure> {
+/// not rule out by their partition values (`looseleaf::filter::partition_rules_out`), by
+/// index. `filter` is the core's JSON form, its constants typed values in the tree.
+pub fn kept_files(partitions: &[u8], filter: &str) -> Result<Vec<i64>, Failure> {
     use arrow_array::{Array, ArrayRef};
-    let literal = |line: &String| -> Result<ArrayRef, Failure> {
-        let bad = || Failure::new(format!("a filter literal the reader does not know: {line:?}"));
-        Ok(match line.split_once(':') {
-            Some(("i", number)) => {
-                std::sync::Arc::new(arrow_array::Int64Array::from(vec![number.parse::<i64>().map_err(|_| bad())?]))
-            }
-            Some(("s", hex)) => {
-                let bytes = (0..hex.len())
-                    .step_by(2)
-                    .map(|i| hex.get(i..i + 2).and_then(|b| u8::from_str_radix(b, 16).ok()))
-                    .collect::<Option<Vec<u8>>>()
-                    .ok_or_else(bad)?;
-                let text = String::from_utf8(bytes).map_err(|_| bad())?;
-                std::sync::Arc::new(arrow_array::StringArray::from(vec![text]))
-            }
-            _ => return Err(bad()),
-        })
-    };
-    let literals = literals.iter().map(literal).collect::<Result<Vec<_>, _>>()?;
-    let filter = looseleaf::filter::Predicate::from_json(filter, &literals)?;
+    let filter = Predicate::from_json(filter, &[])?;
     let reader = arrow_ipc::reader::StreamReader::try_new(std::io::Cursor::new(partitions), None)
         .map_err(|e| Failure::new(format!("a dataset stream that does not decode: {e}")))?;
     let mut kept = Vec::new();
@@ -168,7 +147,7 @@ pub fn kept_files(partitions: &[u8], filter: &str, literals: &[String]) -> Resul
         let fields: arrow_schema::Fields = batch.schema().fields().iter().skip(1).cloned().collect();
         for row in 0..batch.num_rows() {
             let values: Vec<ArrayRef> = batch.columns().iter().skip(1).map(|c| c.slice(row, 1)).collect();
-            if !looseleaf::dataset::partition_rules_out(&filter, &fields, &values)? {
+            if !looseleaf::filter::partition_rules_out(&filter, &fields, &values)? {
                 kept.push(index);
             }
             index += 1;
@@ -177,25 +156,21 @@ pub fn kept_files(partitions: &[u8], filter: &str, literals: &[String]) -> Resul
     Ok(kept)
 }
 
-/// A predicate line: `column<TAB>op<TAB>value` with `op` one of `=`, `<`, `<=`, `>`, `>=` and
-/// an integer `value` in the column's stored units, or `column<TAB>isnull` /
-/// `column<TAB>isnotnull`.
-pub fn parse_predicate(line: &str) -> Result<PagePredicate, Failure> {
-    let bad = || Failure::new(format!("a predicate the reader does not know: {line:?}"));
-    let parts: Vec<&str> = line.split('\t').collect();
-    let column = parts.first().ok_or_else(bad)?.to_string();
-    let op = match parts.get(1).copied() {
-        Some("isnull") if parts.len() == 2 => return Ok(PagePredicate::IsNull(column)),
-        Some("isnotnull") if parts.len() == 2 => return Ok(PagePredicate::IsNotNull(column)),
-        Some("=") => Comparison::Eq,
-        Some("<") => Comparison::Lt,
-        Some("<=") => Comparison::LtEq,
-        Some(">") => Comparison::Gt,
-        Some(">=") => Comparison::GtEq,
-        _ => return Err(bad()),
-    };
-    let value: i128 = parts.get(2).filter(|_| parts.len() == 3).ok_or_else(bad)?.parse().map_err(|_| bad())?;
-    Ok(PagePredicate::Compare { column, op, value: StatValue::Int(value) })
+/// Read options from `name=value` lines (Spark's spellings, see `looseleaf::read_option_name`).
+pub fn read_options(lines: &[String]) -> Result<ReadOptions, Failure> {
+    let pairs = lines
+        .iter()
+        .map(|line| line.split_once('=').ok_or_else(|| Failure::new(format!("a read option without '=': {line:?}"))))
+        .collect::<Result<Vec<_>, _>>()?;
+    Ok(ReadOptions::from_text(pairs)?)
+}
+
+/// A filter in the core's JSON form (`None` for an empty request).
+fn filter(json: &str) -> Result<Option<Predicate>, Failure> {
+    if json.trim().is_empty() {
+        return Ok(None);
+    }
+    Ok(Some(Predicate::from_json(json, &[])?))
 }
 
 /// An open file.
@@ -232,11 +207,11 @@ impl Reader {
         Ok(runtime()?.block_on(self.reader.column_bounds(column))?)
     }
 
-    /// The row ranges whose pages `predicates` (lines, see [`parse_predicate`]) do not rule
-    /// out (see `FileReader::rows_matching_statistics`).
-    pub fn matching_rows(&self, predicates: &[String]) -> Result<Vec<Range<u64>>, Failure> {
-        let predicates = predicates.iter().map(|line| parse_predicate(line)).collect::<Result<Vec<_>, _>>()?;
-        let selection = runtime()?.block_on(self.reader.rows_matching_statistics(&predicates))?;
+    /// The row ranges whose zones `filter` (the core's JSON form) does not rule out (see
+    /// `FileReader::rows_matching_statistics`).
+    pub fn matching_rows(&self, filter_json: &str) -> Result<Vec<Range<u64>>, Failure> {
+        let Some(filter) = filter(filter_json)? else { return Ok(vec![0..self.reader.num_rows()]) };
+        let selection = runtime()?.block_on(self.reader.rows_matching_statistics(&filter))?;
         Ok(selection.ranges().to_vec())
     }
 
@@ -249,23 +224,23 @@ impl Reader {
         Ok(runtime()?.block_on(read.plan())?.total().bytes)
     }
 
-    /// Starts a read of `rows`, less the pages `predicates` rule out.
+    /// Starts a read of `rows` with `options`, less the zones `filter_json` rules out.
     pub fn scan(
         &self,
         columns: Option<Vec<String>>,
         rows: Range<u64>,
-        batch_size: NonZeroUsize,
-        predicates: &[String],
+        options: ReadOptions,
+        filter_json: &str,
     ) -> Result<Scan, Failure> {
         self.schema_message()?;
-        let predicates = predicates.iter().map(|line| parse_predicate(line)).collect::<Result<Vec<_>, _>>()?;
+        let filter = filter(filter_json)?;
         let runtime = runtime()?;
         RowSelection::try_range(rows.clone(), self.reader.num_rows())?;
         let mut selection = RowSelection::range(rows);
-        if !predicates.is_empty() {
-            selection = selection.intersect(&runtime.block_on(self.reader.rows_matching_statistics(&predicates))?);
+        if let Some(filter) = &filter {
+            selection = selection.intersect(&runtime.block_on(self.reader.rows_matching_statistics(filter))?);
         }
-        let read = self.reader.read().with_selection(selection).with_batch_size(batch_size);
+        let read = self.reader.read().with_selection(selection).with_options(options);
         let read = match columns {
             Some(columns) => read.with_columns(columns),
             None => read,

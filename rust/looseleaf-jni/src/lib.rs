@@ -70,26 +70,49 @@ pub extern "system" fn Java_io_looseleaf_spark_NativeReader_dataset<'local>(
 }
 
 /// The indices of the files of a `dataset` stream that a filter on partition columns does not
-/// rule out (see `handles::kept_files`): `filter` is the core's JSON form, `literals` its
-/// constants one per line.
+/// rule out (see `handles::kept_files`): `filter` is the core's JSON form.
 #[unsafe(no_mangle)]
 pub extern "system" fn Java_io_looseleaf_spark_NativeReader_keptFiles<'local>(
     mut env: EnvUnowned<'local>,
     _class: JClass<'local>,
     partitions: JByteArray<'local>,
     filter: JByteArray<'local>,
-    literals: JByteArray<'local>,
 ) -> jni::objects::JLongArray<'local> {
     env.with_env(|env| -> Result<jni::objects::JLongArray<'local>, Failure> {
         let partitions = env.convert_byte_array(&partitions)?;
         let filter = lines(env, &filter)?.join("\n");
-        let literals = lines(env, &literals)?;
-        let kept = handles::kept_files(&partitions, &filter, &literals)?;
+        let kept = handles::kept_files(&partitions, &filter)?;
         let out = env.new_long_array(kept.len())?;
         out.set_region(env, 0, &kept)?;
         Ok(out)
     })
     .resolve::<ThrowLooseleafException>()
+}
+
+/// Checks read options (`name=value` lines, Spark's spellings) and returns them in the core's
+/// names and forms, the same lines; throws naming a bad or unknown option.
+#[unsafe(no_mangle)]
+pub extern "system" fn Java_io_looseleaf_spark_NativeReader_readOptions<'local>(
+    mut env: EnvUnowned<'local>,
+    _class: JClass<'local>,
+    options: JByteArray<'local>,
+) -> JByteArray<'local> {
+    env.with_env(|env| -> Result<JByteArray<'local>, Failure> {
+        let options = handles::read_options(&lines(env, &options)?)?;
+        let text: Vec<String> = options.to_text().into_iter().map(|(name, value)| format!("{name}={value}")).collect();
+        Ok(env.byte_array_from_slice(text.join("\n").as_bytes())?)
+    })
+    .resolve::<ThrowLooseleafException>()
+}
+
+/// Rows per batch of a read that sets none and whose rows are not wide (the core's default).
+#[unsafe(no_mangle)]
+pub extern "system" fn Java_io_looseleaf_spark_NativeReader_defaultBatchSize<'local>(
+    mut env: EnvUnowned<'local>,
+    _class: JClass<'local>,
+) -> jint {
+    env.with_env(|_| -> Result<jint, Failure> { Ok(looseleaf::DEFAULT_BATCH_SIZE.get() as jint) })
+        .resolve::<ThrowLooseleafException>()
 }
 
 /// Closes a reader.
@@ -178,21 +201,21 @@ pub extern "system" fn Java_io_looseleaf_spark_NativeReader_columnBounds<'local>
     .resolve::<ThrowLooseleafException>()
 }
 
-/// The row ranges of a reader's file whose pages `predicates` (one per line) do not rule out,
-/// as `start end` pairs of a `long[]`.
+/// The row ranges of a reader's file whose zones `filter` (the core's JSON form) does not rule
+/// out, as `start end` pairs of a `long[]`.
 #[unsafe(no_mangle)]
 pub extern "system" fn Java_io_looseleaf_spark_NativeReader_matchingRows<'local>(
     mut env: EnvUnowned<'local>,
     _class: JClass<'local>,
     reader: jlong,
-    predicates: JByteArray<'local>,
+    filter: JByteArray<'local>,
 ) -> jni::objects::JLongArray<'local> {
     env.with_env(|env| -> Result<jni::objects::JLongArray<'local>, Failure> {
-        let predicates = lines(env, &predicates)?;
+        let filter = lines(env, &filter)?.join("\n");
         // SAFETY: a live handle from `open` (module docs).
         let reader = unsafe { handles::borrow::<Reader>(reader)? };
         let bounds: Vec<jlong> =
-            reader.matching_rows(&predicates)?.iter().flat_map(|r| [r.start as jlong, r.end as jlong]).collect();
+            reader.matching_rows(&filter)?.iter().flat_map(|r| [r.start as jlong, r.end as jlong]).collect();
         let out = env.new_long_array(bounds.len())?;
         out.set_region(env, 0, &bounds)?;
         Ok(out)
@@ -200,9 +223,9 @@ pub extern "system" fn Java_io_looseleaf_spark_NativeReader_matchingRows<'local>
     .resolve::<ThrowLooseleafException>()
 }
 
-/// Starts a read of `columns` (all when `null`) over rows `start..end` in batches of
-/// `batch_size` rows, skipping the pages `predicates` rule out (`null` for none; one predicate
-/// per line, see `handles::parse_predicate`).
+/// Starts a read of `columns` (all when `null`) over rows `start..end` with the read options
+/// `options` (`name=value` lines, see `readOptions`), skipping the zones `filter` (the core's
+/// JSON form; empty or `null` for none) rules out.
 #[unsafe(no_mangle)]
 pub extern "system" fn Java_io_looseleaf_spark_NativeReader_scan<'local>(
     mut env: EnvUnowned<'local>,
@@ -211,21 +234,18 @@ pub extern "system" fn Java_io_looseleaf_spark_NativeReader_scan<'local>(
     columns: JByteArray<'local>,
     start: jlong,
     end: jlong,
-    batch_size: jint,
-    predicates: JByteArray<'local>,
+    options: JByteArray<'local>,
+    filter: JByteArray<'local>,
 ) -> jlong {
     env.with_env(|env| -> Result<jlong, Failure> {
         let columns = (!columns.is_null()).then(|| lines(env, &columns)).transpose()?;
-        let predicates = lines(env, &predicates)?;
+        let options = handles::read_options(&lines(env, &options)?)?;
+        let filter = lines(env, &filter)?.join("\n");
         let rows = u64::try_from(start).ok().zip(u64::try_from(end).ok()).filter(|(s, e)| s <= e);
         let (start, end) = rows.ok_or_else(|| Failure::new(format!("scan: bad row range {start}..{end}")))?;
-        let batch_size = usize::try_from(batch_size)
-            .ok()
-            .and_then(std::num::NonZeroUsize::new)
-            .ok_or_else(|| Failure::new(format!("scan: batch size {batch_size} is not positive")))?;
         // SAFETY: a live handle from `open` (module docs).
         let reader = unsafe { handles::borrow::<Reader>(reader)? };
-        let scan = reader.scan(columns, start..end, batch_size, &predicates)?;
+        let scan = reader.scan(columns, start..end, options, &filter)?;
         Ok(handles::into_handle(scan))
     })
     .resolve::<ThrowLooseleafException>()

@@ -9,9 +9,7 @@ use arrow_array::{Array, RecordBatch, RecordBatchReader, StructArray};
 use arrow_schema::{ArrowError, SchemaRef};
 use futures::StreamExt;
 use futures::stream::BoxStream;
-use looseleaf::dataset::DatasetStream;
-use looseleaf::read::FilterCounts;
-use looseleaf::{IoStats, RecordBatchStream};
+use looseleaf::{ReadStats, RecordBatchStream};
 use pyo3::prelude::*;
 use pyo3::types::PyCapsule;
 
@@ -174,23 +172,15 @@ impl RecordBatchReader for BlockingReader {
 pub struct PyReadStream {
     schema: SchemaRef,
     reader: Mutex<Option<BlockingReader>>,
-    stats: Box<dyn Fn() -> IoStats + Send + Sync>,
-    metrics: Arc<looseleaf::read::metrics::ReadMetrics>,
-    filter: Box<dyn Fn() -> Option<FilterCounts> + Send + Sync>,
-    /// A dataset read's files read so far (`None` for a file's read).
-    files_read: Option<Box<dyn Fn() -> usize + Send + Sync>>,
+    stats: ReadStats,
 }
 
 impl PyReadStream {
     pub fn new(stream: RecordBatchStream, runtime: Arc<tokio::runtime::Runtime>) -> Self {
         let schema = stream.schema().clone();
-        let io = stream.io_scheduler().clone();
-        let metrics = stream.metrics().clone();
-        let filter = stream.filter_counters();
+        let stats = stream.stats();
         Self {
-            metrics,
-            filter: Box::new(move || filter.as_ref().map(|f| f.snapshot())),
-            files_read: None,
+            stats,
             schema: schema.clone(),
             reader: Mutex::new(Some(BlockingReader {
                 schema,
@@ -198,26 +188,6 @@ impl PyReadStream {
                 runtime,
                 pid: std::process::id(),
             })),
-            stats: Box::new(move || io.stats()),
-        }
-    }
-
-    /// A dataset read's stream (its counters summed over its files).
-    pub fn of_dataset(stream: DatasetStream, runtime: Arc<tokio::runtime::Runtime>) -> Self {
-        let schema = stream.schema().clone();
-        let (io, filter, files) = (stream.stats(), stream.stats(), stream.stats());
-        Self {
-            metrics: Arc::default(),
-            filter: Box::new(move || filter.filter_stats()),
-            files_read: Some(Box::new(move || files.files_read())),
-            schema: schema.clone(),
-            reader: Mutex::new(Some(BlockingReader {
-                schema,
-                stream: Some(stream.boxed()),
-                runtime,
-                pid: std::process::id(),
-            })),
-            stats: Box::new(move || io.io_stats()),
         }
     }
 }
@@ -247,16 +217,14 @@ impl PyReadStream {
 
     /// The read's I/O counters and timings so far, as a dict.
     fn io_stats<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, pyo3::types::PyDict>> {
-        let out = crate::reader::io_stats_dict(py, &(self.stats)())?;
-        let timings = self.metrics.snapshot();
+        let out = crate::reader::io_stats_dict(py, &self.stats.io_stats())?;
+        let timings = self.stats.timings();
         out.set_item("scheduling_seconds", timings.scheduling.as_secs_f64())?;
         out.set_item("io_wait_seconds", timings.waiting_for_io.as_secs_f64())?;
         out.set_item("decode_seconds", timings.decoding.as_secs_f64())?;
         out.set_item("batches", timings.batches)?;
-        if let Some(files_read) = &self.files_read {
-            out.set_item("files_read", files_read())?;
-        }
-        if let Some(counts) = (self.filter)() {
+        out.set_item("files_read", self.stats.files_read())?;
+        if let Some(counts) = self.stats.filter_stats() {
             out.set_item("zones_read", counts.zones_total - counts.zones_skipped)?;
             out.set_item("zones_skipped", counts.zones_skipped)?;
             out.set_item("candidate_rows", counts.candidate_rows)?;

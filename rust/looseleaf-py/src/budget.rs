@@ -6,7 +6,7 @@ use pyo3::prelude::*;
 use pyo3::types::PyDict;
 
 use crate::errors::IntoPyResult;
-use crate::reader::option_value;
+use crate::read::option_value;
 
 /// A byte budget and an I/O depth shared by every read it is given to.
 ///

@@ -6,19 +6,18 @@ use std::collections::HashMap;
 use std::sync::Arc;
 
 use arrow_schema::Schema;
-use futures::TryStreamExt;
+use looseleaf::StorageOptions;
 use looseleaf::dataset::{
-    CommitMode, Dataset, DatasetOptions, DatasetScan, DatasetSource, DatasetWriteOptions, DatasetWriter, ExistingData,
-    FilePlan, Partitioning, TaskWriter, WriteJob,
+    CommitMode, Dataset, DatasetOptions, DatasetSource, DatasetWriteOptions, DatasetWriter, ExistingData, FilePlan,
+    Partitioning, TaskWriter, WriteJob,
 };
-use looseleaf::filter::Predicate;
-use looseleaf::{ReadOptions, StorageOptions};
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyList};
 
 use crate::arrow::{PyArrowSchema, PyBatches, PyReadStream, batch_stream, import_schema, import_stream};
 use crate::errors::{IntoPyResult, invalid_argument, to_py_err};
-use crate::reader::{filtered_plan_dict, indices_from, names, plan_dict, predicate, read_options};
+use crate::read::{Rows, describe, indices_from, read_options};
+use crate::reader::{filtered_plan_dict, plan_dict};
 use crate::runtime::{runtime, wait};
 use crate::storage::at;
 use crate::writer::{PolicySpec, WriterSettings, writer_options};
@@ -287,34 +286,10 @@ fn partitioning(value: Option<&Bound<'_, PyAny>>) -> PyResult<Partitioning> {
     Ok(Partitioning::HiveWith(schema.fields().clone()))
 }
 
-/// Splits the filter off the read options (every read method takes it, but it is not one).
-fn split_filter<'py>(options: Option<&Bound<'py, PyDict>>) -> PyResult<(ReadOptions, Option<Predicate>)> {
-    let Some(options) = options else { return Ok((ReadOptions::default(), None)) };
-    let options = options.copy()?;
-    let filter = options.get_item("filter")?.filter(|f| !f.is_none());
-    options.del_item("filter").ok();
-    let filter = filter.map(|f| predicate(&f)).transpose()?;
-    Ok((read_options(Some(&options))?, filter))
-}
-
 /// Many looseleaf files read as one table (`looseleaf::dataset::Dataset`).
 #[pyclass(name = "Dataset", module = "looseleaf._looseleaf", frozen)]
 pub struct PyDataset {
     dataset: Dataset,
-}
-
-impl PyDataset {
-    fn scan(&self, columns: Option<&Bound<'_, PyAny>>, options: Option<&Bound<'_, PyDict>>) -> PyResult<DatasetScan> {
-        let (options, filter) = split_filter(options)?;
-        let mut scan = self.dataset.scan().with_options(options);
-        if let Some(columns) = names("columns", columns)? {
-            scan = scan.with_columns(columns);
-        }
-        if let Some(filter) = filter {
-            scan = scan.with_filter(filter);
-        }
-        Ok(scan)
-    }
 }
 
 #[pymethods]
@@ -373,34 +348,31 @@ impl PyDataset {
 
     /// Starts a read across the files; the result exports its batches through
     /// `__arrow_c_stream__`.
-    #[pyo3(signature = (columns = None, **options))]
+    #[pyo3(signature = (columns = None, start = None, num_rows = None, **options))]
     fn stream(
         &self,
         py: Python<'_>,
         columns: Option<&Bound<'_, PyAny>>,
+        start: Option<i64>,
+        num_rows: Option<i64>,
         options: Option<&Bound<'_, PyDict>>,
     ) -> PyResult<PyReadStream> {
-        let scan = self.scan(columns, options)?;
-        let stream = wait(py, scan.stream())?.py_err()?;
-        Ok(PyReadStream::of_dataset(stream, runtime()?))
+        let read = describe(self.dataset.read(), columns, Rows::of(start, num_rows, None)?, options)?;
+        crate::read::stream(py, read)
     }
 
-    /// Reads to the end and returns all batches (errors raise looseleaf's exceptions).
-    #[pyo3(signature = (columns = None, **options))]
+    /// Reads to the end and returns all batches.
+    #[pyo3(signature = (columns = None, start = None, num_rows = None, **options))]
     fn read_table(
         &self,
         py: Python<'_>,
         columns: Option<&Bound<'_, PyAny>>,
+        start: Option<i64>,
+        num_rows: Option<i64>,
         options: Option<&Bound<'_, PyDict>>,
     ) -> PyResult<PyBatches> {
-        let scan = self.scan(columns, options)?;
-        let (schema, batches) = wait(py, async move {
-            let stream = scan.stream().await?;
-            let schema = stream.schema().clone();
-            Ok::<_, looseleaf::Error>((schema, stream.try_collect().await?))
-        })?
-        .py_err()?;
-        Ok(PyBatches::new(schema, batches))
+        let read = describe(self.dataset.read(), columns, Rows::of(start, num_rows, None)?, options)?;
+        crate::read::read_table(py, read)
     }
 
     /// The rows at dataset row numbers `indices`, in that order.
@@ -413,28 +385,36 @@ impl PyDataset {
         options: Option<&Bound<'_, PyDict>>,
     ) -> PyResult<PyBatches> {
         let indices = indices_from(indices)?;
-        let scan = self.scan(columns, options)?;
-        let batch = wait(py, async move { scan.take(&indices).await })?.py_err()?;
-        Ok(batch_stream(batch))
+        let read = describe(self.dataset.read(), columns, Rows::All, options)?;
+        crate::read::take(py, read, indices)
     }
 
     /// Rows the read would return.
-    #[pyo3(signature = (**options))]
-    fn count_rows(&self, py: Python<'_>, options: Option<&Bound<'_, PyDict>>) -> PyResult<u64> {
-        let scan = self.scan(None, options)?;
-        wait(py, scan.count_rows())?.py_err()
+    #[pyo3(signature = (start = None, num_rows = None, **options))]
+    fn count_rows(
+        &self,
+        py: Python<'_>,
+        start: Option<i64>,
+        num_rows: Option<i64>,
+        options: Option<&Bound<'_, PyDict>>,
+    ) -> PyResult<u64> {
+        let read = describe(self.dataset.read(), None, Rows::of(start, num_rows, None)?, options)?;
+        crate::read::count_rows(py, read)
     }
 
     /// The I/O a read would make, per file, without making it.
-    #[pyo3(signature = (columns = None, **options))]
+    #[pyo3(signature = (columns = None, start = None, num_rows = None, indices = None, **options))]
     fn plan<'py>(
         &self,
         py: Python<'py>,
         columns: Option<&Bound<'py, PyAny>>,
+        start: Option<i64>,
+        num_rows: Option<i64>,
+        indices: Option<&Bound<'py, PyAny>>,
         options: Option<&Bound<'py, PyDict>>,
     ) -> PyResult<Bound<'py, PyList>> {
-        let scan = self.scan(columns, options)?;
-        let plan = wait(py, scan.plan())?.py_err()?;
+        let read = describe(self.dataset.read(), columns, Rows::of(start, num_rows, indices)?, options)?;
+        let plan = wait(py, read.plan())?.py_err()?;
         let out = PyList::empty(py);
         for ((location, plan), file) in plan.files.iter().zip(self.dataset.files()) {
             let paths = file.reader.column_paths();

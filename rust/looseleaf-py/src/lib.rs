@@ -5,6 +5,7 @@ mod budget;
 mod dataset;
 mod errors;
 mod options;
+mod read;
 mod reader;
 mod runtime;
 mod spark;
@@ -37,6 +38,7 @@ fn _looseleaf(m: &Bound<'_, PyModule>) -> PyResult<()> {
     // The core owns the defaults; Python shows them, never copies them.
     m.add("DEFAULT_BATCH_SIZE", looseleaf::DEFAULT_BATCH_SIZE.get())?;
     m.add("DEFAULT_PAGE_SIZE", looseleaf::DEFAULT_PAGE_SIZE)?;
+    m.add("READ_OPTION_NAMES", looseleaf::READ_OPTION_NAMES.to_vec())?;
     m.add("ENCODINGS", looseleaf::EncodingKind::ALL.map(|kind| kind.name()).to_vec())?;
     m.add_class::<reader::PyFileReader>()?;
     m.add_class::<writer::PyFileWriter>()?;
@@ -53,6 +55,7 @@ fn _looseleaf(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(budget::get_io_budget, m)?)?;
     m.add_function(wrap_pyfunction!(options::check_read_options, m)?)?;
     m.add_function(wrap_pyfunction!(options::parse_size, m)?)?;
+    m.add_function(wrap_pyfunction!(options::read_option_name, m)?)?;
     m.add_function(wrap_pyfunction!(options::parse_location, m)?)?;
     m.add_function(wrap_pyfunction!(spark::pyspark_schema, m)?)?;
     m.add_function(wrap_pyfunction!(spark::cast_to_spark, m)?)?;

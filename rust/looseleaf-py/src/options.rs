@@ -7,7 +7,7 @@ use pyo3::prelude::*;
 use pyo3::types::PyDict;
 
 use crate::errors::IntoPyResult;
-use crate::reader::read_options;
+use crate::read::read_options;
 
 /// Checks read options given by name and returns them normalised (numbers as ints, sizes in
 /// bytes), unset ones left out.
@@ -41,6 +41,13 @@ pub fn check_read_options<'py>(py: Python<'py>, options: Option<&Bound<'py, PyDi
         out.set_item("io_budget", Py::new(py, crate::budget::PyIoBudget { budget })?)?;
     }
     Ok(out)
+}
+
+/// The read option `spelling` names (`batchSize`, `batchsize` and `batch_size` all name
+/// `batch_size`), or `None`: the core's one table of names, for the Spark data source.
+#[pyfunction]
+pub fn read_option_name(spelling: &str) -> Option<&'static str> {
+    looseleaf::read_option_name(spelling)
 }
 
 /// Sets `io_depth` (a number, or `"auto"` with `io_depth_min` and `io_depth_max`) in `out`.

@@ -88,11 +88,11 @@ pub use format::proto::Compression;
 pub use io::{IoBudget, IoOptions, IoPlan, IoStats};
 pub use options::{
     DEFAULT_BATCH_BYTES, DEFAULT_BATCH_MAX_BYTES, DEFAULT_BATCH_SIZE, DEFAULT_DICTIONARY_BATCH_SIZE, OptionValue,
-    READ_OPTION_NAMES, ReadOptions,
+    READ_OPTION_NAMES, ReadOptions, read_option_name,
 };
 pub use read::metrics::ReadTimings;
 pub use read::{
-    ColumnBounds, ColumnSummary, Comparison, FileMetadata, FileReader, PagePredicate, PageSummary, ReadBuilder,
+    ColumnBounds, ColumnSummary, FileMetadata, FileReader, PageSummary, ReadBuilder, ReadSource, ReadStats,
     RecordBatchStream,
 };
 pub use selection::RowSelection;

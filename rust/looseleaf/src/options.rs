@@ -128,6 +128,14 @@ pub const READ_OPTION_NAMES: [&str; 10] = [
     "string_view",
 ];
 
+/// The read option `spelling` names, as front ends that take options as text receive them:
+/// `batch_size`, `batchSize` or `batchsize` (Spark passes option names lower-cased) all name
+/// `batch_size`. `None` for a name that is no read option.
+pub fn read_option_name(spelling: &str) -> Option<&'static str> {
+    let key: String = spelling.chars().filter(|c| *c != '_').flat_map(char::to_lowercase).collect();
+    READ_OPTION_NAMES.iter().find(|name| name.replace('_', "") == key).copied()
+}
+
 /// The bounds of an adaptive depth asked for as `io_depth="auto"` without bounds.
 const AUTO_DEPTH: (NonZeroUsize, NonZeroUsize) =
     (NonZeroUsize::MIN.saturating_add(7), NonZeroUsize::MIN.saturating_add(255));
@@ -195,6 +203,59 @@ impl ReadOptions {
             other => bail!(invalid, "unknown read option {other:?} (the options are {})", READ_OPTION_NAMES.join(", ")),
         }
         Ok(())
+    }
+
+    /// Read options given as text by name, in any spelling [`read_option_name`] knows (the
+    /// options of the Spark data sources, the JVM connector's among them).
+    ///
+    /// # Errors
+    /// [`Error::InvalidArgument`] naming the option, for an unknown name or a bad value.
+    pub fn from_text<'a>(options: impl IntoIterator<Item = (&'a str, &'a str)>) -> Result<ReadOptions> {
+        let mut out = ReadOptions::default();
+        for (spelling, value) in options {
+            let Some(name) = read_option_name(spelling) else {
+                bail!(invalid, "unknown read option {spelling:?} (the options are {})", READ_OPTION_NAMES.join(", "));
+            };
+            out.set(name, OptionValue::Text(value.to_owned())).map_err(|e| match read_option_name(spelling) {
+                Some(name) if name != spelling => named(spelling, e),
+                _ => e,
+            })?;
+        }
+        Ok(out)
+    }
+
+    /// These options by name as text, the form [`from_text`](Self::from_text) reads (unset
+    /// options and a shared budget, which has no text form, left out).
+    pub fn to_text(&self) -> Vec<(&'static str, String)> {
+        let mut out = Vec::new();
+        if let Some(n) = self.batch_size {
+            out.push(("batch_size", n.to_string()));
+        }
+        match self.io_depth {
+            Some(IoDepth::Fixed(n)) => out.push(("io_depth", n.to_string())),
+            Some(IoDepth::Adaptive { min, max }) => {
+                out.push(("io_depth_min", min.to_string()));
+                out.push(("io_depth_max", max.to_string()));
+            }
+            None => {}
+        }
+        if let Some(bytes) = self.io_buffer {
+            out.push(("io_buffer_bytes", bytes.get().to_string()));
+        }
+        if let Some(n) = self.decode_parallelism {
+            out.push(("decode_parallelism", n.to_string()));
+        }
+        if let Some(verify) = self.verify_checksums {
+            out.push(("verify_checksums", verify.to_string()));
+        }
+        if let Some(views) = self.string_view {
+            out.push(("string_view", views.to_string()));
+        }
+        if let Some(columns) = &self.dictionary_columns {
+            // One name each: the text form has no list.
+            out.extend(columns.iter().map(|c| ("dictionary_columns", c.clone())));
+        }
+        out
     }
 
     /// These options, with every unset field taken from `defaults`.
@@ -339,6 +400,32 @@ mod tests {
         }
         let e = options.set("batchsize", OptionValue::Int(1)).unwrap_err();
         assert!(e.to_string().contains("unknown read option \"batchsize\""), "{e}");
+    }
+
+    #[test]
+    fn options_as_text_in_every_spelling() {
+        assert_eq!(read_option_name("batchsize"), Some("batch_size"));
+        assert_eq!(read_option_name("ioBufferBytes"), Some("io_buffer_bytes"));
+        assert_eq!(read_option_name("io_depth"), Some("io_depth"));
+        assert_eq!(read_option_name("maxPartitionBytes"), None);
+        let options = ReadOptions::from_text([
+            ("batchSize", "1000"),
+            ("iobufferbytes", "64 MiB"),
+            ("verifyChecksums", "false"),
+            ("ioDepthMax", "64"),
+            ("decodeparallelism", "3"),
+        ])
+        .unwrap();
+        assert_eq!(options.batch_size, NonZeroUsize::new(1000));
+        assert_eq!(options.io_buffer, Some(ByteCount::mib(64)));
+        assert_eq!(options.verify_checksums, Some(false));
+        let text = options.to_text();
+        let again = ReadOptions::from_text(text.iter().map(|(k, v)| (*k, v.as_str()))).unwrap();
+        assert_eq!(again, options);
+        let e = ReadOptions::from_text([("batchSize", "0")]).unwrap_err();
+        assert!(e.to_string().contains("batchSize: batch_size must be at least 1, got 0"), "{e}");
+        let e = ReadOptions::from_text([("batchsizes", "10")]).unwrap_err();
+        assert!(e.to_string().contains("unknown read option \"batchsizes\""), "{e}");
     }
 
     #[test]

@@ -862,8 +862,8 @@ async fn metadata_only_entry_points_name_the_file() {
     let file = FileReader::open(memory(damaged, location)).await.unwrap();
     assert_fails(file.metadata().await, location, "metadata");
     assert_fails(file.column_bounds("i").await, location, "column bounds");
-    let predicates = [looseleaf::PagePredicate::IsNotNull("i".into())];
-    assert_fails(file.rows_matching_statistics(&predicates).await, location, "page statistics");
+    let filter = looseleaf::filter::Predicate::IsNotNull(vec!["i".into()]);
+    assert_fails(file.rows_matching_statistics(&filter).await, location, "page statistics");
 }
 
 /// A whole page of list offsets whose first and last offsets are right but one in between

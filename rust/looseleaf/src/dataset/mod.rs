@@ -9,7 +9,6 @@
 mod commit_log;
 mod discovery;
 mod partitioning;
-mod pruning;
 mod reader;
 mod scan;
 mod write_job;
@@ -18,9 +17,8 @@ mod writer;
 pub use commit_log::{COMMITS_DIR, Commit, CommitLog, CommitMode, FORMAT_VERSION};
 pub use discovery::DatasetSource;
 pub use partitioning::{HivePartitioning, NULL_PARTITION, is_partition_type};
-pub use pruning::partition_rules_out;
 pub use reader::{Dataset, DatasetFile, DatasetOptions, OPEN_CONCURRENCY, Partitioning};
-pub use scan::{DatasetPlan, DatasetScan, DatasetStats, DatasetStream, FILES_AHEAD, FilePlan};
+pub use scan::{DatasetPlan, FILES_AHEAD, FilePlan};
 pub use write_job::{SCHEMAS_DIR, TASK_OPEN_FILES, TaskFile, TaskWriter, WriteJob};
 pub use writer::{DatasetWriteOptions, DatasetWriter, ExistingData, read_back_schema};
 

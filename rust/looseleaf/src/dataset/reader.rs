@@ -14,10 +14,9 @@ use futures::{StreamExt, TryStreamExt};
 use super::DatasetSource;
 use super::discovery::{FoundFile, find_files};
 use super::partitioning::HivePartitioning;
-use super::scan::DatasetScan;
 use crate::error::{Error, Result, bail};
 use crate::options::ReadOptions;
-use crate::read::FileReader;
+use crate::read::{FileReader, ReadBuilder};
 use crate::storage::{Location, StorageOptions};
 
 /// Files opened at once by [`Dataset::open`].
@@ -199,9 +198,10 @@ impl Dataset {
         &self.inner.options
     }
 
-    /// A read of the dataset (every row and column unless narrowed).
-    pub fn scan(&self) -> DatasetScan {
-        DatasetScan::new(self.clone())
+    /// A read of the dataset, to narrow down with the builder's methods (every row and column
+    /// unless narrowed; rows numbered across the files, in order).
+    pub fn read(&self) -> ReadBuilder<Dataset> {
+        ReadBuilder::new(self.clone())
     }
 
     /// The file holding dataset row `row`, and the row's number in it.

@@ -1,5 +1,6 @@
-//! [`DatasetScan`]: a read of a [`Dataset`]: one stream across its files, a `take` by dataset
-//! row numbers, a count, a plan.
+//! A read of a [`Dataset`] (`ReadBuilder<Dataset>`, the description every read shares): one
+//! stream across its files, a `take` by dataset row numbers, a count, a plan. Rows are numbered
+//! across the files, in order: a row range or selection reads, of each file, the rows it holds.
 //!
 //! # Files read at once, within one budget
 //! A stream reads its files in order and hands their batches out in that order, with up to
@@ -15,34 +16,25 @@
 
 use std::collections::HashMap;
 use std::num::NonZeroUsize;
-use std::pin::Pin;
-use std::sync::{Arc, Mutex};
-use std::task::{Context, Poll};
+use std::sync::Arc;
 
 use arrow_array::{Array, ArrayRef, RecordBatch, RecordBatchOptions, UInt64Array, new_null_array};
 use arrow_schema::{Field, Schema, SchemaRef};
 use futures::stream::BoxStream;
-use futures::{Stream, StreamExt, TryStreamExt};
+use futures::{StreamExt, TryStreamExt};
 
-use super::pruning::{keeps_all, partition_residual, rules_out};
 use super::reader::{Dataset, DatasetFile};
 use crate::error::{Error, Result, bail};
 use crate::filter::Predicate;
-use crate::io::{IoBudget, IoPlan, IoScheduler, IoStats};
+use crate::filter::partitions::{keeps_all, partition_residual, rules_out};
+use crate::io::{IoBudget, IoPlan};
 use crate::options::ReadOptions;
-use crate::read::{FilterCounts, FilterStats, FilteredPlan, ReadBuilder};
+use crate::read::{ConsumerTrace, FileReader, FilteredPlan, ReadBuilder, ReadSource, ReadStats, RecordBatchStream};
+use crate::selection::RowSelection;
+use crate::trace::SpanKind;
 
 /// Files a stream has started reading at once (see the module documentation).
 pub const FILES_AHEAD: usize = 4;
-
-/// A read of a [`Dataset`]: which columns, which rows (a filter), how.
-#[derive(Debug, Clone)]
-pub struct DatasetScan {
-    dataset: Dataset,
-    columns: Option<Vec<String>>,
-    filter: Option<Predicate>,
-    options: ReadOptions,
-}
 
 /// The plan of a dataset read: each file's, or why it is not read.
 #[derive(Debug, Clone)]
@@ -80,54 +72,59 @@ struct Projection {
     schema: SchemaRef,
 }
 
-impl DatasetScan {
-    pub(crate) fn new(dataset: Dataset) -> Self {
-        Self { dataset, columns: None, filter: None, options: ReadOptions::default() }
+/// What a dataset read reads of one file: the file, what is left of the filter for it (`None`:
+/// no filter left, every row), and its rows (`None`: all of them; else in the file's numbering).
+struct FileTask {
+    index: usize,
+    residual: Option<Predicate>,
+    rows: Option<RowSelection>,
+}
+
+impl ReadBuilder<Dataset> {
+    fn dataset(&self) -> &Dataset {
+        &self.source
     }
 
-    /// Reads only `columns` (file columns, nested paths among them, and partition columns), in
-    /// that order.
-    pub fn with_columns(mut self, columns: Vec<String>) -> Self {
-        self.columns = Some(columns);
-        self
-    }
-
-    /// Returns only the rows where `filter` is true (it may read partition columns).
-    pub fn with_filter(mut self, filter: Predicate) -> Self {
-        self.filter = Some(filter);
-        self
-    }
-
-    /// Reads with `options` over the dataset's.
-    pub fn with_options(mut self, options: ReadOptions) -> Self {
-        self.options = options;
-        self
-    }
-
-    /// The files the read reads, each with what is left of the filter for it (`None`: no
-    /// filter left, every row), in order; files the filter rules out are left out.
-    fn files(&self) -> Result<Vec<(usize, Option<Predicate>)>> {
-        let partitions = self.dataset.partitioning().fields();
+    /// The files the read reads, in order: files the filter rules out by their partition values
+    /// and files holding none of the rows asked for are left out.
+    fn files(&self) -> Result<Vec<FileTask>> {
+        let dataset = self.dataset();
+        let partitions = dataset.partitioning().fields();
+        let selection = match self.rows.is_all() {
+            true => None,
+            false => Some(self.rows.selection(dataset.num_rows()).map_err(|e| e.with_location(dataset.name()))?),
+        };
         let mut out = Vec::new();
-        for (index, file) in self.dataset.files().iter().enumerate() {
+        for (index, file) in dataset.files().iter().enumerate() {
+            let rows = match &selection {
+                None => None,
+                Some(selection) => {
+                    let span = file.first_row..file.first_row + file.reader.num_rows();
+                    let local = selection.within(span);
+                    if local.is_empty() {
+                        continue;
+                    }
+                    Some(RowSelection::from_sorted_ranges(local))
+                }
+            };
             let residual = match &self.filter {
                 None => None,
                 Some(filter) => {
                     let residual = partition_residual(filter, partitions, &file.partition_values)
-                        .map_err(|e| e.with_location(self.dataset.name()))?;
+                        .map_err(|e| e.with_location(dataset.name()))?;
                     if rules_out(&residual) {
                         continue;
                     }
                     (!keeps_all(&residual)).then_some(residual)
                 }
             };
-            out.push((index, residual));
+            out.push(FileTask { index, residual, rows });
         }
         Ok(out)
     }
 
     async fn projection(&self) -> Result<Projection> {
-        let dataset = &self.dataset;
+        let dataset = self.dataset();
         let partitions = dataset.partitioning().fields();
         let file_fields = dataset.file_schema().fields();
         let Some(columns) = &self.columns else {
@@ -184,9 +181,19 @@ impl DatasetScan {
     }
 
     /// The read of one file: `projection`'s columns (plus, when it reads none of the file's,
-    /// the first column the filter reads, dropped from the output), with `residual`.
-    fn file_read(&self, file: &DatasetFile, projection: &Projection, residual: Option<&Predicate>) -> ReadBuilder {
-        let mut read = file.reader.read().with_options(self.options.clone());
+    /// the first column the filter reads, dropped from the output), with `residual`, over
+    /// `rows` (all if `None`), with the read's options, I/O settings and trace.
+    fn file_read(
+        &self,
+        file: &DatasetFile,
+        projection: &Projection,
+        residual: Option<&Predicate>,
+        rows: Option<&RowSelection>,
+    ) -> ReadBuilder<FileReader> {
+        let mut read = file.reader.read().with_options(self.options.clone()).with_trace_option(self.trace.clone());
+        if let Some(io) = self.io {
+            read = read.with_io_options(io);
+        }
         let mut columns = projection.file_columns.clone();
         if let (Some(columns), Some(residual)) = (columns.as_mut(), residual)
             && columns.is_empty()
@@ -200,72 +207,75 @@ impl DatasetScan {
         if let Some(residual) = residual {
             read = read.with_filter(residual.clone());
         }
+        if let Some(rows) = rows {
+            read = read.with_selection(rows.clone());
+        }
         read
     }
 
-    /// The options of the read over the dataset's, and the budget its files share.
-    fn resolved(&self) -> (ReadOptions, IoBudget) {
-        let options = self.options.or(&self.dataset.options().read);
+    /// The read with its options over the dataset's, and its files sharing one budget: the
+    /// read's `io_budget`, else one of the read's I/O buffer made for it.
+    fn with_shared_budget(&self) -> (Self, IoBudget) {
+        let options = self.options.or(&self.dataset().options().read);
         let budget = options.shared_budget().unwrap_or_else(|| {
-            let defaults = self.dataset.files().first().map(|f| f.reader.io_defaults()).unwrap_or_default();
-            IoBudget::new(options.io_options(defaults).buffer, None)
+            let defaults = self.dataset().files().first().map(|f| f.reader.io_defaults()).unwrap_or_default();
+            IoBudget::new(options.io_options(self.io.unwrap_or(defaults)).buffer, None)
         });
-        (options, budget)
+        let read = self.clone().with_options(ReadOptions { io_budget: Some(budget.clone()), ..self.options.clone() });
+        (read, budget)
     }
 
     /// Starts the read: the files' batches in order, with their partition columns.
     ///
     /// # Errors
-    /// [`Error::InvalidArgument`] for an unknown column or a filter that does not bind; errors
-    /// of the files' reads (in the stream), each naming its file.
-    pub async fn stream(self) -> Result<DatasetStream> {
+    /// [`Error::InvalidArgument`] for an unknown column, rows out of range or a filter that does
+    /// not bind; errors of the files' reads (in the stream), each naming its file.
+    pub async fn stream(self) -> Result<RecordBatchStream> {
         let projection = Arc::new(self.projection().await?);
         let files = self.files()?;
-        let (options, budget) = self.resolved();
+        let (read, budget) = self.with_shared_budget();
+        let options = read.options.or(&read.dataset().options().read);
         let batch_size = options.batch_size.unwrap_or(options.default_batch_size());
-        let counters = Arc::new(StreamCounters::default());
-        let read_options = ReadOptions { io_budget: Some(budget.clone()), ..self.options.clone() };
-        let scan = Arc::new(DatasetScan { options: read_options, ..self });
+        let stats = ReadStats::of_shared(budget);
+        let read = Arc::new(read);
         let started = {
-            let counters = counters.clone();
-            let projection = projection.clone();
-            futures::stream::iter(files).map(move |(index, residual)| {
-                let scan = scan.clone();
-                let counters = counters.clone();
-                let projection = projection.clone();
-                async move { scan.file_stream(index, residual, &projection, batch_size, &counters).await }
+            let (stats, projection) = (stats.clone(), projection.clone());
+            futures::stream::iter(files).map(move |task| {
+                let (read, stats, projection) = (read.clone(), stats.clone(), projection.clone());
+                async move { read.file_stream(task, &projection, batch_size, &stats).await }
             })
         };
         let batches = started.buffered(FILES_AHEAD).try_flatten().boxed();
-        Ok(DatasetStream { schema: projection.schema.clone(), batches, counters, budget })
+        let mut stream = RecordBatchStream::new(projection.schema.clone(), batches, stats);
+        stream.consumer = self.trace.clone().map(ConsumerTrace::new);
+        Ok(stream)
     }
 
     /// One file's batches, with its partition columns.
     async fn file_stream(
         &self,
-        index: usize,
-        residual: Option<Predicate>,
+        task: FileTask,
         projection: &Projection,
         batch_size: NonZeroUsize,
-        counters: &StreamCounters,
+        stats: &ReadStats,
     ) -> Result<BoxStream<'static, Result<RecordBatch>>> {
-        let file = self.dataset.files()[index].clone();
+        let file = self.dataset().files()[task.index].clone();
         let location = file.reader.location().to_string();
         let mut constants = Constants::new(&file, projection.schema.clone(), projection.sources.clone());
-        let reads_file = projection.file_columns.as_ref().is_none_or(|c| !c.is_empty()) || residual.is_some();
+        let reads_file = projection.file_columns.as_ref().is_none_or(|c| !c.is_empty()) || task.residual.is_some();
         if !reads_file {
-            // Only partition columns: the file's row count is all there is to read.
-            let rows = file.reader.num_rows();
+            // Only partition columns: the rows' count is all there is to read.
+            let rows = task.rows.as_ref().map_or(file.reader.num_rows(), RowSelection::num_rows);
             let step = batch_size.get() as u64;
-            let mut constants = constants;
             let batches = (0..rows.div_ceil(step)).map(move |i| {
                 let len = (rows - i * step).min(step) as usize;
                 constants.batch(None, len)
             });
             return Ok(futures::stream::iter(batches).boxed());
         }
-        let stream = self.file_read(&file, projection, residual.as_ref()).stream().await?;
-        counters.started(stream.io_scheduler().clone(), stream.filter_counters());
+        let read = self.file_read(&file, projection, task.residual.as_ref(), task.rows.as_ref());
+        let stream = read.stream_part().await?;
+        stats.add(&stream.stats());
         Ok(stream
             .map(move |batch| {
                 let batch = batch?;
@@ -276,12 +286,27 @@ impl DatasetScan {
     }
 
     /// The rows at dataset row numbers `indices` (any order, repeats allowed), in that order;
-    /// with a filter, those of them it keeps, still in that order.
+    /// with a filter, those of them it keeps, still in that order. The read's own rows (a
+    /// range or selection) play no part: the indices are the rows.
     ///
     /// # Errors
     /// [`Error::InvalidArgument`] for a row number past the end, an unknown column or a filter
     /// that does not bind; errors of the files' reads, each naming its file.
     pub async fn take(self, indices: &[u64]) -> Result<RecordBatch> {
+        let traced = self.trace.clone().map(|trace| {
+            let start = trace.now();
+            (trace, start)
+        });
+        let batch = self.take_rows(indices).await?;
+        if let Some((trace, start)) = traced {
+            let (rows, bytes) = (batch.num_rows() as u64, batch.get_array_memory_size() as u64);
+            trace.span(SpanKind::Batch { index: 0, rows, bytes }, start);
+        }
+        Ok(batch)
+    }
+
+    async fn take_rows(self, indices: &[u64]) -> Result<RecordBatch> {
+        let dataset = self.dataset().clone();
         let projection = self.projection().await?;
         let filter_projection = match (&self.filter, &self.columns) {
             // Read the filter's columns too, evaluate it on the rows, then project.
@@ -292,7 +317,7 @@ impl DatasetScan {
                         reading.push(name.clone());
                     }
                 }
-                Some(DatasetScan { columns: Some(reading), ..self.clone() }.projection().await?)
+                Some(self.clone().with_columns(reading).projection().await?)
             }
             _ => None,
         };
@@ -300,11 +325,11 @@ impl DatasetScan {
         // Per file: its rows, and where each goes in the output.
         let mut per_file: HashMap<usize, (Vec<u64>, Vec<u64>)> = HashMap::new();
         for (position, &row) in indices.iter().enumerate() {
-            let (file, local) = self.dataset.locate(row).ok_or_else(|| {
+            let (file, local) = dataset.locate(row).ok_or_else(|| {
                 Error::invalid_argument(format!(
                     "{}: row {row} is out of range (the dataset has {} rows)",
-                    self.dataset.name(),
-                    self.dataset.num_rows()
+                    dataset.name(),
+                    dataset.num_rows()
                 ))
             })?;
             let entry = per_file.entry(file).or_default();
@@ -313,22 +338,20 @@ impl DatasetScan {
         }
         let mut order: Vec<usize> = per_file.keys().copied().collect();
         order.sort_unstable();
-        let (_, budget) = self.resolved();
-        let scan =
-            DatasetScan { options: ReadOptions { io_budget: Some(budget), ..self.options.clone() }, ..self.clone() };
-        let scan = Arc::new(scan);
+        let (read, _) = self.with_shared_budget();
+        let read = Arc::new(read);
         let reading = Arc::new(reading.clone());
         let reads: Vec<_> = order
             .iter()
             .map(|&index| {
-                let (scan, reading, rows) = (scan.clone(), reading.clone(), per_file[&index].0.clone());
+                let (read, reading, rows) = (read.clone(), reading.clone(), per_file[&index].0.clone());
                 async move {
-                    let file = &scan.dataset.files()[index];
+                    let file = &read.dataset().files()[index];
                     let mut constants = Constants::new(file, reading.schema.clone(), reading.sources.clone());
                     if reading.file_columns.as_ref().is_some_and(|c| c.is_empty()) {
                         return constants.batch(None, rows.len());
                     }
-                    let batch = scan.file_read(file, &reading, None).take(&rows).await?;
+                    let batch = read.file_read(file, &reading, None, None).take_part(&rows).await?;
                     let len = batch.num_rows();
                     constants.batch(Some(&batch), len).map_err(|e| e.with_location(file.reader.location()))
                 }
@@ -348,7 +371,7 @@ impl DatasetScan {
         let mut taken = arrow_select::take::take_record_batch(&all, &UInt64Array::from(positions))?;
         if let Some(filter) = &self.filter {
             let bound = crate::filter::BoundPredicate::bind(filter, taken.schema().fields())
-                .map_err(|e| e.with_location(self.dataset.name()))?;
+                .map_err(|e| e.with_location(dataset.name()))?;
             let columns: HashMap<usize, &ArrayRef> = taken.columns().iter().enumerate().collect();
             let keep = crate::filter::evaluate::evaluate(&bound, &columns, taken.num_rows())?;
             taken = arrow_select::filter::filter_record_batch(&taken, &arrow_array::BooleanArray::new(keep, None))?;
@@ -365,25 +388,28 @@ impl DatasetScan {
 
     /// The number of rows the read returns.
     ///
-    /// Without a filter, from the files' metadata alone; with one, files it rules out by their
-    /// partition values are not read, and the others read only the filter's columns.
+    /// Without a filter, from the files' metadata and the rows asked for alone; with one, files
+    /// it rules out by their partition values are not read, and the others read only the
+    /// filter's columns.
     ///
     /// # Errors
     /// As [`stream`](Self::stream).
     pub async fn count_rows(self) -> Result<u64> {
-        let mut total = 0u64;
         let files = self.files()?;
-        let counting = DatasetScan { columns: Some(Vec::new()), ..self.clone() };
+        let counting = self.clone().with_columns(Vec::new());
         let projection = counting.projection().await?;
         let (counting, projection) = (Arc::new(counting), Arc::new(projection));
         let counts: Vec<_> = files
             .into_iter()
-            .map(|(index, residual)| {
+            .map(|task| {
                 let (counting, projection) = (counting.clone(), projection.clone());
                 async move {
-                    let file = &counting.dataset.files()[index];
-                    let Some(residual) = residual else { return Ok(file.reader.num_rows()) };
-                    let mut stream = counting.file_read(file, &projection, Some(&residual)).stream().await?;
+                    let file = &counting.dataset().files()[task.index];
+                    let Some(residual) = &task.residual else {
+                        return Ok(task.rows.as_ref().map_or(file.reader.num_rows(), RowSelection::num_rows));
+                    };
+                    let read = counting.file_read(file, &projection, Some(residual), task.rows.as_ref());
+                    let mut stream = read.stream_part().await?;
                     let mut rows = 0u64;
                     while let Some(batch) = stream.next().await {
                         rows += batch?.num_rows() as u64;
@@ -393,10 +419,7 @@ impl DatasetScan {
             })
             .collect();
         let counts = futures::stream::iter(counts).buffered(FILES_AHEAD).try_collect::<Vec<u64>>().await?;
-        for count in counts {
-            total += count;
-        }
-        Ok(total)
+        Ok(counts.into_iter().sum())
     }
 
     /// The I/O the read would make, per file, without reading any data.
@@ -405,22 +428,40 @@ impl DatasetScan {
     /// As [`stream`](Self::stream).
     pub async fn plan(self) -> Result<DatasetPlan> {
         let projection = self.projection().await?;
-        let reading: HashMap<usize, Option<Predicate>> = self.files()?.into_iter().collect();
-        let mut files = Vec::with_capacity(self.dataset.files().len());
-        for (index, file) in self.dataset.files().iter().enumerate() {
+        let mut reading: HashMap<usize, FileTask> = self.files()?.into_iter().map(|t| (t.index, t)).collect();
+        let mut files = Vec::with_capacity(self.dataset().files().len());
+        for (index, file) in self.dataset().files().iter().enumerate() {
             let location = file.reader.location().to_string();
-            let Some(residual) = reading.get(&index) else {
+            let Some(task) = reading.remove(&index) else {
                 files.push((location, None));
                 continue;
             };
-            let read = self.file_read(file, &projection, residual.as_ref());
-            let plan = match residual {
+            let read = self.file_read(file, &projection, task.residual.as_ref(), task.rows.as_ref());
+            let plan = match task.residual {
                 Some(_) => FilePlan::Filtered(read.filter_plan().await?),
                 None => FilePlan::Read(read.plan().await?),
             };
             files.push((location, Some(plan)));
         }
         Ok(DatasetPlan { files })
+    }
+}
+
+impl ReadSource for Dataset {
+    fn num_rows(&self) -> u64 {
+        Dataset::num_rows(self)
+    }
+
+    async fn stream(read: ReadBuilder<Self>) -> Result<RecordBatchStream> {
+        read.stream().await
+    }
+
+    async fn take(read: ReadBuilder<Self>, indices: Vec<u64>) -> Result<RecordBatch> {
+        read.take(&indices).await
+    }
+
+    async fn count_rows(read: ReadBuilder<Self>) -> Result<u64> {
+        read.count_rows().await
     }
 }
 
@@ -466,98 +507,4 @@ fn repeat(value: &ArrayRef, len: usize) -> Result<ArrayRef> {
     }
     let zeros = UInt64Array::from(vec![0u64; len]);
     Ok(arrow_select::take::take(value.as_ref(), &zeros, None)?)
-}
-
-/// The counters of a stream's file reads.
-#[derive(Default)]
-struct StreamCounters {
-    /// Guarded by its own lock: the reads started so far.
-    reads: Mutex<Vec<(IoScheduler, Option<Arc<FilterStats>>)>>,
-}
-
-impl StreamCounters {
-    fn started(&self, io: IoScheduler, filter: Option<Arc<FilterStats>>) {
-        self.reads.lock().unwrap_or_else(|p| p.into_inner()).push((io, filter));
-    }
-}
-
-/// The batches of a dataset read, in file order (see [`DatasetScan::stream`]).
-pub struct DatasetStream {
-    schema: SchemaRef,
-    batches: BoxStream<'static, Result<RecordBatch>>,
-    counters: Arc<StreamCounters>,
-    budget: IoBudget,
-}
-
-impl DatasetStream {
-    /// The schema of the batches.
-    pub fn schema(&self) -> &SchemaRef {
-        &self.schema
-    }
-
-    /// A handle on the read's counters that outlives the stream.
-    pub fn stats(&self) -> DatasetStats {
-        DatasetStats { counters: self.counters.clone(), budget: self.budget.clone() }
-    }
-}
-
-impl Stream for DatasetStream {
-    type Item = Result<RecordBatch>;
-
-    fn poll_next(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Self::Item>> {
-        self.batches.poll_next_unpin(cx)
-    }
-}
-
-/// The counters of a dataset read, summed over the files it read so far.
-#[derive(Clone)]
-pub struct DatasetStats {
-    counters: Arc<StreamCounters>,
-    budget: IoBudget,
-}
-
-impl DatasetStats {
-    /// Files whose reads started.
-    pub fn files_read(&self) -> usize {
-        self.counters.reads.lock().unwrap_or_else(|p| p.into_inner()).len()
-    }
-
-    /// The I/O counters of every file read, summed (peaks: of the budget they share).
-    pub fn io_stats(&self) -> IoStats {
-        let reads = self.counters.reads.lock().unwrap_or_else(|p| p.into_inner());
-        let mut total = IoStats::default();
-        for (io, _) in reads.iter() {
-            let s = io.stats();
-            total.requests += s.requests;
-            total.indirect_requests += s.indirect_requests;
-            total.reads += s.reads;
-            total.bytes_read += s.bytes_read;
-            total.bypassed_reads += s.bypassed_reads;
-            total.urgent_reads += s.urgent_reads;
-            total.retries += s.retries;
-            total.throttled += s.throttled;
-            total.hedged += s.hedged;
-            total.io_depth = total.io_depth.max(s.io_depth);
-            total.peak_io_depth = total.peak_io_depth.max(s.peak_io_depth);
-        }
-        total.peak_reserved_bytes = self.budget.stats().peak_reserved_bytes;
-        total
-    }
-
-    /// The filtered reads' counters, summed (`None` if no file was read with a filter).
-    pub fn filter_stats(&self) -> Option<FilterCounts> {
-        let reads = self.counters.reads.lock().unwrap_or_else(|p| p.into_inner());
-        let mut total: Option<FilterCounts> = None;
-        for counts in reads.iter().filter_map(|(_, f)| f.as_ref()).map(|f| f.snapshot()) {
-            let t = total.get_or_insert_with(FilterCounts::default);
-            t.zones_total += counts.zones_total;
-            t.zones_skipped += counts.zones_skipped;
-            t.candidate_rows += counts.candidate_rows;
-            t.rows_matched += counts.rows_matched;
-            t.chunks_scanned += counts.chunks_scanned;
-            t.chunks_taken += counts.chunks_taken;
-            t.one_pass |= counts.one_pass;
-        }
-        total
-    }
 }

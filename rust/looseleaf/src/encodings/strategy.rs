@@ -58,7 +58,7 @@ impl PageEncoder {
     /// Writes `block` into `buffers` (appending) and returns its encoding tree.
     ///
     /// # Errors
-    /// [`Error::InvalidArgument`] if the policy forces an encoding that cannot store the page.
+    /// [`Error::InvalidArgument`](crate::Error::InvalidArgument) if the policy forces an encoding that cannot store the page.
     pub fn encode(&self, block: DataBlock, buffers: &mut Vec<Buffer>) -> Result<proto::Encoding> {
         // Dictionary input keeps its dictionary unless the policy rules dictionaries out
         // (forbidden, or another encoding forced): its values are then encoded as any others.

@@ -4,6 +4,8 @@
 //! - [`bind`]: [`BoundPredicate`], checked against a schema, constants in the columns' types.
 //! - [`prune`]: stage one of a filtered read, zones of rows ruled out by their statistics.
 //! - [`evaluate`]: stage two, the exact value of the predicate on decoded columns.
+//! - [`partitions`]: a filter folded with one file's partition values (a dataset's files
+//!   ruled out before they are opened), with the same evaluator.
 //! - `json.rs`: the JSON form bindings hand predicates over in ([`Predicate::from_json`]).
 //!
 //! Stage three, reading the other columns of the matching rows (by scanning the surviving
@@ -13,9 +15,12 @@
 pub mod bind;
 pub mod evaluate;
 mod json;
+pub mod partitions;
 pub mod predicate;
 pub mod prune;
 
 pub use bind::BoundPredicate;
+pub use json::typed_literal;
+pub use partitions::partition_rules_out;
 pub use predicate::{ColumnPath, CompareOp, NullMatching, Predicate};
 pub use prune::{ColumnZones, ZoneCounts};

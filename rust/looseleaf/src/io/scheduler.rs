@@ -167,6 +167,26 @@ pub struct IoStats {
     pub hedged: u64,
 }
 
+impl IoStats {
+    /// Adds `other`'s counts to these: counts add up, depths and the peak of reserved bytes
+    /// are the larger of the two (reads that share one budget take its peak instead, see
+    /// `IoBudget::stats`).
+    pub fn merge(&mut self, other: &IoStats) {
+        self.requests += other.requests;
+        self.indirect_requests += other.indirect_requests;
+        self.reads += other.reads;
+        self.bytes_read += other.bytes_read;
+        self.peak_reserved_bytes = self.peak_reserved_bytes.max(other.peak_reserved_bytes);
+        self.bypassed_reads += other.bypassed_reads;
+        self.urgent_reads += other.urgent_reads;
+        self.io_depth = self.io_depth.max(other.io_depth);
+        self.peak_io_depth = self.peak_io_depth.max(other.peak_io_depth);
+        self.retries += other.retries;
+        self.throttled += other.throttled;
+        self.hedged += other.hedged;
+    }
+}
+
 #[derive(Default)]
 struct Counters {
     requests: AtomicU64,

@@ -61,7 +61,7 @@ impl std::fmt::Debug for FileReader {
 }
 
 /// The average stored bytes of a row of the columns a read projects (see
-/// `read_builder::default_batch_size`).
+/// `batch_plan::default_batch_size`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) struct RowBytes {
     /// Of all the columns.

@@ -34,7 +34,8 @@ use arrow_select::coalesce::BatchCoalescer;
 use futures::StreamExt;
 use tokio::sync::mpsc;
 
-use super::read_builder::{ReadBuilder, RecordBatchStream};
+use super::read_builder::ReadBuilder;
+use super::record_batch_stream::{ReadStats, RecordBatchStream};
 use crate::error::{Error, Result};
 use crate::filter::evaluate::{FilterColumns, evaluate};
 use crate::filter::prune::candidate_rows;
@@ -89,6 +90,19 @@ pub struct FilterCounts {
     pub chunks_taken: u64,
     /// Whether the read was made in one pass (see `run_one_pass`).
     pub one_pass: bool,
+}
+
+impl FilterCounts {
+    /// Adds `other`'s counts to these (a read made in one pass if any part was).
+    pub fn merge(&mut self, other: &FilterCounts) {
+        self.zones_total += other.zones_total;
+        self.zones_skipped += other.zones_skipped;
+        self.candidate_rows += other.candidate_rows;
+        self.rows_matched += other.rows_matched;
+        self.chunks_scanned += other.chunks_scanned;
+        self.chunks_taken += other.chunks_taken;
+        self.one_pass |= other.one_pass;
+    }
 }
 
 impl FilterStats {
@@ -242,14 +256,8 @@ pub(crate) async fn filtered_stream(builder: ReadBuilder) -> Result<RecordBatchS
     .map(move |batch| batch.map_err(|e| e.with_location(&location)))
     .boxed();
     drop(sender);
-    Ok(RecordBatchStream {
-        schema,
-        batches,
-        io,
-        metrics: Arc::new(ReadMetrics::default()),
-        filter: Some(stats),
-        consumer: None,
-    })
+    // The stages' timings are their sub-reads' own: the read counts its I/O and filter counters.
+    Ok(RecordBatchStream::new(schema, batches, ReadStats::of_read(io, Arc::new(ReadMetrics::default()), Some(stats))))
 }
 
 /// Stops the stages when the stream is dropped.

@@ -30,6 +30,16 @@ pub struct ReadTimings {
     pub batches: u64,
 }
 
+impl ReadTimings {
+    /// Adds `other`'s time and batches to these.
+    pub fn merge(&mut self, other: &ReadTimings) {
+        self.scheduling += other.scheduling;
+        self.waiting_for_io += other.waiting_for_io;
+        self.decoding += other.decoding;
+        self.batches += other.batches;
+    }
+}
+
 impl ReadMetrics {
     /// Adds to the scheduling time.
     pub fn add_scheduling(&self, time: Duration) {

@@ -2,7 +2,7 @@
 //! carry it out.
 //!
 //! ```text
-//!  ReadBuilder::stream (read_builder.rs: the wiring)
+//!  ReadBuilder::stream (read_builder.rs: the description; file_read.rs: the wiring)
 //!    │ FieldScheduler::start per field ──▶ ColumnJobs            FieldPages ──▶ field_decoder
 //!    ▼                                                                              │
 //!  scheduling loop ──IoRequest (priority = top-level row)──▶ IoScheduler ──▶ storage
@@ -28,6 +28,7 @@ pub mod batch_plan;
 pub mod decode_stream;
 pub mod field_decoder;
 pub mod field_scheduler;
+mod file_read;
 mod file_reader;
 mod filtered_read;
 pub mod metrics;
@@ -35,13 +36,17 @@ mod page_statistics;
 pub mod pages;
 mod projection;
 mod read_builder;
+mod record_batch_stream;
 pub mod scheduling_loop;
 mod summary;
+mod take;
 mod zone_maps;
 
 pub use file_reader::FileReader;
 pub use filtered_read::{FilterCounts, FilterStats, FilteredPlan};
-pub use page_statistics::{ColumnBounds, Comparison, PagePredicate};
-pub use read_builder::{ReadBuilder, RecordBatchStream};
+pub use page_statistics::ColumnBounds;
+pub use read_builder::{ReadBuilder, ReadSource};
+pub(crate) use record_batch_stream::ConsumerTrace;
+pub use record_batch_stream::{ReadStats, RecordBatchStream};
 
 pub use summary::{ColumnSummary, FileMetadata, PageSummary};

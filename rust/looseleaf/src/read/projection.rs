@@ -135,6 +135,56 @@ fn prune(tree: &FieldColumns, selection: &Selection, path: &str) -> Result<Field
     Ok(FieldColumns { field: Arc::new(narrowed), column: tree.column, children })
 }
 
+/// `tree` with its strings and binaries, at any depth, read as views. Dictionaries keep their
+/// value type (a dictionary column is already without copies of its values).
+pub(crate) fn with_string_views(tree: &mut FieldColumns) {
+    fn view_type(data_type: &DataType) -> DataType {
+        match data_type {
+            DataType::Utf8 | DataType::LargeUtf8 => DataType::Utf8View,
+            DataType::Binary | DataType::LargeBinary => DataType::BinaryView,
+            DataType::List(item) => DataType::List(view_field(item)),
+            DataType::LargeList(item) => DataType::LargeList(view_field(item)),
+            DataType::FixedSizeList(item, size) => DataType::FixedSizeList(view_field(item), *size),
+            DataType::Map(entries, sorted) => DataType::Map(view_field(entries), *sorted),
+            DataType::Struct(fields) => DataType::Struct(fields.iter().map(view_field).collect()),
+            other => other.clone(),
+        }
+    }
+    fn view_field(field: &FieldRef) -> FieldRef {
+        Arc::new(field.as_ref().clone().with_data_type(view_type(field.data_type())))
+    }
+    tree.field = view_field(&tree.field);
+    tree.children.iter_mut().for_each(with_string_views);
+}
+
+/// `field` with its flat type read as a dictionary with the narrowest signed keys (the Arrow
+/// convention) that index `max_values` values.
+pub(crate) fn as_dictionary(field: &FieldRef, max_values: u64) -> Result<FieldRef> {
+    let key = if max_values <= i8::MAX as u64 + 1 {
+        DataType::Int8
+    } else if max_values <= i16::MAX as u64 + 1 {
+        DataType::Int16
+    } else {
+        DataType::Int32
+    };
+    let data_type = field.data_type();
+    let dictionary = match data_type {
+        DataType::Dictionary(..) => return Ok(field.clone()),
+        value
+            if Layout::of(value).ok() == Some(Layout::Leaf)
+                && !matches!(value, DataType::FixedSizeList(..) | DataType::Null) =>
+        {
+            DataType::Dictionary(Box::new(key), Box::new(value.clone()))
+        }
+        other => bail!(
+            invalid,
+            "dictionary_columns: column {:?} of type {other} cannot be read as a dictionary",
+            field.name()
+        ),
+    };
+    Ok(Arc::new(field.as_ref().clone().with_data_type(dictionary)))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -197,16 +197,24 @@ async fn statistics_can_be_turned_off() {
     check_reads(&mut rng, &reader, &table, "without statistics").await;
 }
 
-/// Page skipping keeps every row that satisfies the predicates (whatever the data, nulls
-/// included), and on sorted data rules pages out.
+/// Page skipping keeps every row that satisfies the filter (whatever the data, nulls
+/// included), and on sorted data rules pages out. The filters come in the JSON form with typed
+/// constants the JVM connector sends.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn page_skipping_keeps_every_matching_row() {
-    use looseleaf::{Comparison, PagePredicate};
+    use looseleaf::filter::Predicate;
     let mut rng = common::rng(71);
     let dir = tempfile::tempdir().unwrap();
     // Rows ruled out on sorted data, over every case: some must be.
     let mut skipped = 0;
-    let ops = [Comparison::Eq, Comparison::Lt, Comparison::LtEq, Comparison::Gt, Comparison::GtEq];
+    type Holds = fn(i128, i128) -> bool;
+    let ops: [(&str, Holds); 5] = [
+        ("eq", |v, b| v == b),
+        ("lt", |v, b| v < b),
+        ("lt_eq", |v, b| v <= b),
+        ("gt", |v, b| v > b),
+        ("gt_eq", |v, b| v >= b),
+    ];
     for case in 0..12 {
         let len = rng.random_range(1..4000);
         let sorted = case % 2 == 0;
@@ -217,70 +225,77 @@ async fn page_skipping_keeps_every_matching_row() {
         let nulls: Vec<bool> = (0..len).map(|i| !(case % 3 == 0 && (i / 50) % 4 == 1)).collect();
         let ints: ArrayRef = Arc::new(Int64Array::from_iter(values.iter().zip(&nulls).map(|(v, ok)| ok.then_some(*v))));
         let dates: ArrayRef = Arc::new(arrow_array::Date32Array::from_iter(values.iter().map(|v| Some(*v as i32 * 3))));
-        let text: ArrayRef = Arc::new(StringArray::from_iter_values(values.iter().map(|v| v.to_string())));
+        let text: ArrayRef = Arc::new(StringArray::from_iter_values(values.iter().map(|v| format!("{:04}", v + 500))));
         let table = table_of(&[("i".into(), ints.clone()), ("d".into(), dates), ("s".into(), text)]);
         let path = dir.path().join(format!("skip{case}.leaf"));
         write_table(&path, &table, WriterOptions::default().with_page_size(rng.random_range(64..2048))).await;
         let reader = FileReader::open_path(&path).await.unwrap();
+        let (values, nulls) = (Arc::new(values), Arc::new(nulls));
         // MIN and MAX from the statistics: those of the non-null values; none for strings.
-        let present: Vec<i128> = values.iter().zip(&nulls).filter(|(_, ok)| **ok).map(|(v, _)| *v as i128).collect();
+        let present: Vec<i128> =
+            values.iter().zip(nulls.iter()).filter(|(_, ok)| **ok).map(|(v, _)| *v as i128).collect();
         let expected =
             looseleaf::ColumnBounds { min: present.iter().copied().min(), max: present.iter().copied().max() };
         assert_eq!(reader.column_bounds("i").await.unwrap(), Some(expected), "case {case}");
         assert_eq!(reader.column_bounds("s").await.unwrap(), None);
         assert_eq!(reader.column_bounds("no such column").await.unwrap(), None);
         for _ in 0..20 {
-            let op = *ops.choose(&mut rng).unwrap();
+            let (op, holds) = *ops.choose(&mut rng).unwrap();
             let bound: i64 = rng.random_range(-600..600);
-            let mut predicates =
-                vec![PagePredicate::Compare { column: "i".into(), op, value: looseleaf::StatValue::Int(bound.into()) }];
+            let mut parts = vec![format!(
+                r#"{{"compare": {{"column": ["i"], "op": "{op}", "literal": {{"type": "int64", "value": "{bound}"}}}}}}"#
+            )];
+            // Each part, as a test of one row.
+            let (first_values, first_nulls) = (values.clone(), nulls.clone());
+            let mut tests: Vec<Box<dyn Fn(usize) -> bool>> =
+                vec![Box::new(move |row| first_nulls[row] && holds(first_values[row] as i128, bound.into()))];
             if rng.random_bool(0.3) {
-                predicates.push(PagePredicate::Compare {
-                    column: "d".into(),
-                    op: Comparison::GtEq,
-                    value: looseleaf::StatValue::Int((bound * 3 - 30).into()),
-                });
+                let days = bound * 3 - 30;
+                parts.push(format!(
+                    r#"{{"compare": {{"column": ["d"], "op": "gt_eq", "literal": {{"type": "date32", "value": {days}}}}}}}"#
+                ));
+                let values = values.clone();
+                tests.push(Box::new(move |row| values[row] * 3 >= days));
             }
             match rng.random_range(0..4) {
-                0 => predicates.push(PagePredicate::IsNull("i".into())),
-                1 => predicates.push(PagePredicate::IsNotNull("i".into())),
-                // Rules nothing out (strings), and an unknown column neither.
-                2 => predicates.push(PagePredicate::IsNull("no such column".into())),
+                0 => {
+                    parts.push(r#"{"is_null": {"column": ["i"]}}"#.into());
+                    let nulls = nulls.clone();
+                    tests.push(Box::new(move |row| !nulls[row]));
+                }
+                1 => {
+                    parts.push(r#"{"is_valid": {"column": ["i"]}}"#.into());
+                    let nulls = nulls.clone();
+                    tests.push(Box::new(move |row| nulls[row]));
+                }
+                2 => {
+                    let text = format!("{:04}", bound + 500);
+                    parts.push(format!(
+                        r#"{{"compare": {{"column": ["s"], "op": "lt_eq", "literal": {{"type": "utf8", "value": "{text}"}}}}}}"#
+                    ));
+                    let values = values.clone();
+                    tests.push(Box::new(move |row| format!("{:04}", values[row] + 500) <= text));
+                }
                 _ => {}
             }
-            let selection = reader.rows_matching_statistics(&predicates).await.unwrap();
+            let json = format!(r#"{{"and": [{}]}}"#, parts.join(", "));
+            let filter = Predicate::from_json(&json, &[]).unwrap();
+            let selection = reader.rows_matching_statistics(&filter).await.unwrap();
             let kept = |row: usize| selection.ranges().iter().any(|r| r.contains(&(row as u64)));
-            let satisfies = |row: usize| {
-                predicates.iter().all(|p| match p {
-                    PagePredicate::Compare { column, op, value: looseleaf::StatValue::Int(b) } => {
-                        let v = if column == "i" {
-                            if !nulls[row] {
-                                return false;
-                            }
-                            values[row] as i128
-                        } else {
-                            values[row] as i128 * 3
-                        };
-                        match op {
-                            Comparison::Eq => v == *b,
-                            Comparison::Lt => v < *b,
-                            Comparison::LtEq => v <= *b,
-                            Comparison::Gt => v > *b,
-                            Comparison::GtEq => v >= *b,
-                        }
-                    }
-                    PagePredicate::IsNull(c) => c != "i" || !nulls[row],
-                    PagePredicate::IsNotNull(_) => nulls[row],
-                    _ => true,
-                })
-            };
             for row in 0..len {
-                assert!(!satisfies(row) || kept(row), "case {case}: row {row} matches {predicates:?} but was skipped");
+                let satisfies = tests.iter().all(|test| test(row));
+                assert!(!satisfies || kept(row), "case {case}: row {row} matches {json} but was skipped");
             }
             if sorted {
                 skipped += len as u64 - selection.num_rows();
             }
         }
+        let unknown = Predicate::from_json(r#"{"is_null": {"column": ["no such column"]}}"#, &[]).unwrap();
+        let error = reader.rows_matching_statistics(&unknown).await.unwrap_err();
+        assert!(
+            matches!(error, looseleaf::Error::InvalidArgument { .. }) && error.to_string().contains("no such column"),
+            "{error}"
+        );
     }
     assert!(skipped > 0, "sorted data: no page was ever ruled out");
 }

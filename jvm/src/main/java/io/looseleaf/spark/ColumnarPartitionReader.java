@@ -66,8 +66,8 @@ final class ColumnarPartitionReader implements PartitionReader<ColumnarBatch> {
               LooseleafFile.linesRequest(range.columns),
               range.start,
               range.end,
-              range.batchSize,
-              LooseleafFile.linesRequest(range.predicates));
+              LooseleafFile.linesRequest(range.readOptions),
+              range.filter == null ? null : range.filter.getBytes(java.nio.charset.StandardCharsets.UTF_8));
     } catch (RuntimeException e) {
       close();
       throw e;
@@ -100,7 +100,7 @@ final class ColumnarPartitionReader implements PartitionReader<ColumnarBatch> {
       if (nextRow >= range.end) {
         return false;
       }
-      int rows = (int) Math.min(range.batchSize, range.end - nextRow);
+      int rows = (int) Math.min(range.constantBatchRows, range.end - nextRow);
       nextRow += rows;
       batch = new ColumnarBatch(constants(rows));
       batch.setNumRows(rows);

@@ -32,13 +32,18 @@ import org.apache.spark.sql.vectorized.ColumnarBatch;
  */
 final class Dataset implements Serializable {
   static final String STORAGE_PREFIX = "storage.";
+  /** The read options the connector takes itself (lower-cased, as Spark compares them). */
+  private static final java.util.Set<String> OWN_OPTIONS = java.util.Set.of("path", "paths", "maxpartitionbytes");
   private static final String SCHEMA_FILE_KEY = "looseleaf.schema_file";
 
   final List<String> files;
   /** The file holding the dataset's schema, if not its first data file (null). */
   final String schemaFile;
   final Map<String, String> storageOptions;
-  final int batchSize;
+  /** The core's read options ({@code name=value} lines, checked and named by the core). */
+  final List<String> readOptions;
+  /** Rows per batch of a read of partition columns only (no file column to decode). */
+  final int constantBatchRows;
   final long maxPartitionBytes;
   /** The partition columns (empty without {@code key=value/} directories). */
   final StructType partitionSchema;
@@ -49,11 +54,18 @@ final class Dataset implements Serializable {
   private transient Schema arrowSchema;
 
   private Dataset(
-      byte[] listing, Map<String, String> storageOptions, int batchSize, long maxPartitionBytes) {
+      byte[] listing, Map<String, String> storageOptions, List<String> readOptions, long maxPartitionBytes) {
     this.listing = listing;
     this.storageOptions = storageOptions;
-    this.batchSize = batchSize;
+    this.readOptions = readOptions;
     this.maxPartitionBytes = maxPartitionBytes;
+    int rows = NativeReader.defaultBatchSize();
+    for (String option : readOptions) {
+      if (option.startsWith("batch_size=")) {
+        rows = Integer.parseInt(option.substring("batch_size=".length()));
+      }
+    }
+    this.constantBatchRows = rows;
     List<String> names = new ArrayList<>();
     List<InternalRow> values = new ArrayList<>();
     try (BufferAllocator allocator = new RootAllocator();
@@ -92,17 +104,40 @@ final class Dataset implements Serializable {
       throw new IllegalArgumentException("looseleaf: no path (spark.read.format(\"looseleaf\").load(path))");
     }
     Map<String, String> storage = storageOptions(options);
-    int batchSize = options.getInt("batchSize", 8192);
-    if (batchSize <= 0) {
-      throw new IllegalArgumentException("looseleaf: batchSize must be positive, not " + batchSize);
-    }
     long maxPartitionBytes = options.getLong("maxPartitionBytes", 128L << 20);
     if (maxPartitionBytes <= 0) {
       throw new IllegalArgumentException("looseleaf: maxPartitionBytes must be positive");
     }
     NativeReader.load();
+    List<String> readOptions = readOptions(options);
     byte[] listing = NativeReader.dataset(LooseleafFile.request(path, storage));
-    return new Dataset(listing, Collections.unmodifiableMap(storage), batchSize, maxPartitionBytes);
+    return new Dataset(listing, Collections.unmodifiableMap(storage), readOptions, maxPartitionBytes);
+  }
+
+  /**
+   * The core's read options among a read's options (every option but the connector's own:
+   * {@code path}, {@code paths}, {@code maxPartitionBytes} and {@code storage.KEY}), as the core
+   * checked and named them ({@code batchSize} is {@code batch_size}): the core's parser and
+   * defaults, the same as every other front end's. An unknown or bad option is an error naming it.
+   */
+  static List<String> readOptions(CaseInsensitiveStringMap options) {
+    List<String> lines = new ArrayList<>();
+    for (Map.Entry<String, String> e : options.asCaseSensitiveMap().entrySet()) {
+      String key = e.getKey().toLowerCase(java.util.Locale.ROOT);
+      if (OWN_OPTIONS.contains(key) || key.startsWith(STORAGE_PREFIX)) {
+        continue;
+      }
+      lines.add(e.getKey() + "=" + e.getValue());
+    }
+    byte[] request = String.join("\n", lines).getBytes(java.nio.charset.StandardCharsets.UTF_8);
+    String checked;
+    try {
+      checked = new String(NativeReader.readOptions(request), java.nio.charset.StandardCharsets.UTF_8);
+    } catch (LooseleafException e) {
+      throw new LooseleafException(
+          e.getMessage() + "; the connector's own options are path, maxPartitionBytes and storage.<key>", e);
+    }
+    return checked.isEmpty() ? List.of() : List.of(checked.split("\n"));
   }
 
   /** The storage options among a read's or a write's options ({@code storage.KEY}). */
@@ -118,16 +153,12 @@ final class Dataset implements Serializable {
 
   /**
    * Which files (indices into {@link #files}) a filter on partition columns does not rule out,
-   * decided by the core ({@code looseleaf::dataset::partition_rules_out}, what its own dataset
-   * reads skip): {@code filter} is the core's JSON form, {@code literals} its constants (see
-   * {@link PartitionFilters}).
+   * decided by the core ({@code looseleaf::filter::partition_rules_out}, what its own dataset
+   * reads skip): {@code filter} is the core's JSON form (see {@link SparkFilters}).
    */
-  long[] keptFiles(String filter, List<String> literals) {
+  long[] keptFiles(String filter) {
     NativeReader.load();
-    return NativeReader.keptFiles(
-        listing,
-        filter.getBytes(java.nio.charset.StandardCharsets.UTF_8),
-        String.join("\n", literals).getBytes(java.nio.charset.StandardCharsets.UTF_8));
+    return NativeReader.keptFiles(listing, filter.getBytes(java.nio.charset.StandardCharsets.UTF_8));
   }
 
   LooseleafFile open(String file) {

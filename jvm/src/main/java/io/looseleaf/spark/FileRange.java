@@ -7,10 +7,11 @@ import org.apache.spark.sql.connector.read.InputPartition;
 import org.apache.spark.sql.types.StructType;
 
 /**
- * Rows {@code start..end} of one file, with the columns to read ({@code null}: all) and the page
- * predicates that rule pages out ({@code null}: none), and the file's partition values: those
- * of the columns {@code partitionColumns} (indices into {@code partitionSchema}) are added to
- * every batch as constants, after the file's columns.
+ * Rows {@code start..end} of one file, with the columns to read ({@code null}: all), the read
+ * options ({@code name=value} lines the core checked), the filter that rules zones out (the
+ * core's JSON form, {@code null}: none), and the file's partition values: those of the columns
+ * {@code partitionColumns} (indices into {@code partitionSchema}) are added to every batch as
+ * constants, after the file's columns.
  */
 final class FileRange implements InputPartition {
   final String file;
@@ -18,8 +19,10 @@ final class FileRange implements InputPartition {
   final List<String> columns;
   final long start;
   final long end;
-  final int batchSize;
-  final List<String> predicates;
+  final List<String> readOptions;
+  /** Rows per batch when no file column is read (partition columns only). */
+  final int constantBatchRows;
+  final String filter;
   final InternalRow partitionValues;
   final int[] partitionColumns;
   final StructType partitionSchema;
@@ -30,8 +33,9 @@ final class FileRange implements InputPartition {
       List<String> columns,
       long start,
       long end,
-      int batchSize,
-      List<String> predicates,
+      List<String> readOptions,
+      int constantBatchRows,
+      String filter,
       InternalRow partitionValues,
       int[] partitionColumns,
       StructType partitionSchema) {
@@ -40,8 +44,9 @@ final class FileRange implements InputPartition {
     this.columns = columns;
     this.start = start;
     this.end = end;
-    this.batchSize = batchSize;
-    this.predicates = predicates;
+    this.readOptions = readOptions;
+    this.constantBatchRows = constantBatchRows;
+    this.filter = filter;
     this.partitionValues = partitionValues;
     this.partitionColumns = partitionColumns;
     this.partitionSchema = partitionSchema;

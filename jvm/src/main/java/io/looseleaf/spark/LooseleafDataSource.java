@@ -16,9 +16,11 @@ import org.apache.spark.sql.util.CaseInsensitiveStringMap;
  * refuses a name that both a JVM and a Python source answer to.
  *
  * <p>Read options: {@code path} (a file or a dataset directory, at any location the core
- * parses), {@code storage.KEY} (storage options), {@code batchSize} (rows per batch, default
- * 8192), {@code maxPartitionBytes} (projected bytes per partition, default 128 MiB). Write
- * options: see {@link WriteJobSpec}.
+ * parses), {@code storage.KEY} (storage options), {@code maxPartitionBytes} (projected bytes per
+ * partition, default 128 MiB), and the core's read options in any spelling ({@code batchSize},
+ * {@code ioDepth}, {@code ioBufferBytes}, {@code decodeParallelism}, {@code verifyChecksums}, …),
+ * parsed and defaulted by the core as for every front end. Write options: see {@link
+ * WriteJobSpec}.
  */
 public final class LooseleafDataSource implements TableProvider, DataSourceRegister {
   @Override

@@ -5,4 +5,8 @@ public class LooseleafException extends RuntimeException {
   public LooseleafException(String message) {
     super(message);
   }
+
+  public LooseleafException(String message, Throwable cause) {
+    super(message, cause);
+  }
 }

@@ -51,11 +51,11 @@ final class LooseleafFile implements AutoCloseable {
   }
 
   /**
-   * The row ranges ({@code start, end} pairs, ascending) whose pages {@code predicates} (see
-   * {@link PagePredicates}) do not rule out.
+   * The row ranges ({@code start, end} pairs, ascending) whose zones {@code filter} (the core's
+   * JSON form, see {@link SparkFilters}) does not rule out.
    */
-  long[] matchingRows(List<String> predicates) {
-    return NativeReader.matchingRows(handle(), linesRequest(predicates));
+  long[] matchingRows(String filter) {
+    return NativeReader.matchingRows(handle(), filter.getBytes(StandardCharsets.UTF_8));
   }
 
   long projectedBytes(List<String> columns) {
@@ -69,7 +69,7 @@ final class LooseleafFile implements AutoCloseable {
     return Schema.convertSchema(schema);
   }
 
-  /** The request form of a list of lines (columns, predicates): {@code null} stays null. */
+  /** The request form of a list of lines (columns, options): {@code null} stays null. */
   static byte[] linesRequest(List<String> columns) {
     return columns == null ? null : String.join("\n", columns).getBytes(StandardCharsets.UTF_8);
   }

@@ -16,17 +16,20 @@ import org.apache.spark.sql.vectorized.ColumnarBatch;
 /**
  * A columnar scan of the projected columns. Partitions are row ranges of files, each about
  * {@code maxPartitionBytes} of projected data (from the file's I/O plan), so one large file
- * feeds many tasks; with page predicates, each range shrinks to the rows its pages may hold and
- * a range with none is dropped (the task still skips the pages inside it).
+ * feeds many tasks; a filter on partition columns drops whole files, and with a filter on the
+ * files' columns each range shrinks to the rows its zones may hold and a range with none is
+ * dropped (the task still skips the zones inside it).
  */
 final class LooseleafScan implements SupportsReportStatistics, Batch {
   private final Dataset dataset;
   private final List<String> columns;
   private final StructType readSchema;
-  /** Page predicates (see {@link PagePredicates}), null for none. */
-  private final List<String> predicates;
-  /** Filters on partition columns (null for none), which rule out whole files. */
-  private final PartitionFilters partitionFilters;
+  /** A filter on the files' columns (the core's JSON form, see {@link SparkFilters}), or null. */
+  private final String fileFilter;
+  /** A filter on partition columns (null for none), which rules out whole files. */
+  private final String partitionFilter;
+  /** Spark's predicates behind the two filters, for the plan's description. */
+  private final org.apache.spark.sql.connector.expressions.filter.Predicate[] pushed;
   /** The files planned (after partition pruning), for the plan's description and tests. */
   private int filesPlanned = -1;
 
@@ -38,13 +41,15 @@ final class LooseleafScan implements SupportsReportStatistics, Batch {
       Dataset dataset,
       List<String> columns,
       StructType readSchema,
-      List<String> predicates,
-      PartitionFilters partitionFilters) {
+      String fileFilter,
+      String partitionFilter,
+      org.apache.spark.sql.connector.expressions.filter.Predicate[] pushed) {
     this.dataset = dataset;
     this.columns = columns;
     this.readSchema = readSchema;
-    this.predicates = predicates;
-    this.partitionFilters = partitionFilters;
+    this.fileFilter = fileFilter;
+    this.partitionFilter = partitionFilter;
+    this.pushed = pushed;
   }
 
   @Override
@@ -54,11 +59,12 @@ final class LooseleafScan implements SupportsReportStatistics, Batch {
 
   @Override
   public String description() {
-    String skipping = predicates == null ? "" : ", pages skipped by " + String.join(" and ", predicates).replace('\t', ' ');
-    String pruning =
-        partitionFilters == null
-            ? ""
-            : ", files pruned by " + partitionFilters.describe() + (filesPlanned < 0 ? "" : ": " + filesPlanned + " read");
+    List<String> filters = new ArrayList<>();
+    for (org.apache.spark.sql.connector.expressions.filter.Predicate p : pushed) {
+      filters.add(p.describe());
+    }
+    String skipping = filters.isEmpty() ? "" : ", filters " + filters + " rule out files and zones";
+    String pruning = partitionFilter == null || filesPlanned < 0 ? "" : ", " + filesPlanned + " file(s) read";
     return "looseleaf " + dataset.files.size() + " file(s), columns " + (columns == null ? "all" : columns) + skipping + pruning;
   }
 
@@ -85,10 +91,7 @@ final class LooseleafScan implements SupportsReportStatistics, Batch {
     List<InputPartition> partitions = new ArrayList<>();
     long totalRows = 0;
     long totalBytes = 0;
-    long[] kept = null;
-    if (partitionFilters != null) {
-      kept = dataset.keptFiles(partitionFilters.json(), partitionFilters.literals);
-    }
+    long[] kept = partitionFilter == null ? null : dataset.keptFiles(partitionFilter);
     // The partition columns read, by their index among the dataset's.
     List<Integer> partitionIndices = new ArrayList<>();
     for (org.apache.spark.sql.types.StructField field : readSchema.fields()) {
@@ -112,7 +115,7 @@ final class LooseleafScan implements SupportsReportStatistics, Batch {
         totalRows += numRows;
         totalBytes += projected;
         // Ranges no page of which can match are not planned: no task opens the file for them.
-        long[] matching = predicates == null ? new long[] {0, numRows} : file.matchingRows(predicates);
+        long[] matching = fileFilter == null ? new long[] {0, numRows} : file.matchingRows(fileFilter);
         long ranges = Math.max(1, Math.min(numRows, (projected + dataset.maxPartitionBytes - 1) / dataset.maxPartitionBytes));
         for (long i = 0; i < ranges; i++) {
           long[] hull = hull(matching, numRows * i / ranges, numRows * (i + 1) / ranges);
@@ -124,8 +127,9 @@ final class LooseleafScan implements SupportsReportStatistics, Batch {
                     columns,
                     hull[0],
                     hull[1],
-                    dataset.batchSize,
-                    predicates,
+                    dataset.readOptions,
+                    dataset.constantBatchRows,
+                    fileFilter,
                     partitionValues,
                     partitionColumns,
                     dataset.partitionSchema));

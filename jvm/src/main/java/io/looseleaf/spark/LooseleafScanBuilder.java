@@ -14,9 +14,11 @@ import org.apache.spark.sql.types.StructType;
 
 /**
  * Pushes down column pruning (top-level columns and fields of structs, as dotted paths the core
- * reads alone), filters as page skipping (see {@link PagePredicates}: no filter is exact, Spark
- * evaluates each on the rows read) and aggregates without grouping that metadata answers
- * ({@link MetadataAggregateScan}: {@code COUNT(*)}, {@code MIN}/{@code MAX} from statistics).
+ * reads alone), filters in the core's filter language ({@link SparkFilters}): those on partition
+ * columns rule whole files out, those on the files' columns rule zones of rows out (no filter is
+ * exact here: Spark evaluates each on the rows read), and aggregates without grouping that
+ * metadata answers ({@link MetadataAggregateScan}: {@code COUNT(*)}, {@code MIN}/{@code MAX} from
+ * statistics).
  */
 final class LooseleafScanBuilder
     implements SupportsPushDownRequiredColumns, SupportsPushDownV2Filters, SupportsPushDownAggregates {
@@ -28,8 +30,10 @@ final class LooseleafScanBuilder
   private Aggregation answersFor;
 
   private MetadataAggregateScan answers;
-  private List<String> pagePredicates = new ArrayList<>();
-  private final PartitionFilters partitionFilters = new PartitionFilters();
+  /** Filters (the core's JSON form) on partition columns, exact: they rule files out. */
+  private final List<String> partitionFilters = new ArrayList<>();
+  /** Filters on the files' columns, implied by Spark's: they rule zones of rows out. */
+  private final List<String> fileFilters = new ArrayList<>();
   private Predicate[] pushed = new Predicate[0];
 
   LooseleafScanBuilder(Dataset dataset) {
@@ -81,19 +85,27 @@ final class LooseleafScanBuilder
   @Override
   public Predicate[] pushPredicates(Predicate[] predicates) {
     List<Predicate> used = new ArrayList<>();
+    StructType fileSchema = dataset.fileSparkSchema();
     for (Predicate predicate : predicates) {
-      if (partitionFilters.add(predicate, dataset.partitionSchema)) {
-        used.add(predicate);
-        continue;
+      String filter = null;
+      if (SparkFilters.readsOnly(predicate, dataset.partitionSchema)) {
+        filter = SparkFilters.exact(predicate, dataset.partitionSchema);
+        if (filter != null) {
+          partitionFilters.add(filter);
+        }
+      } else if (SparkFilters.readsOnly(predicate, fileSchema)) {
+        filter = SparkFilters.implied(predicate, fileSchema);
+        if (filter != null) {
+          fileFilters.add(filter);
+        }
       }
-      List<String> lines = PagePredicates.translate(predicate, dataset.fileSparkSchema());
-      if (!lines.isEmpty()) {
-        pagePredicates.addAll(lines);
+      if (filter != null) {
         used.add(predicate);
       }
     }
     pushed = used.toArray(new Predicate[0]);
-    // Page skipping is not exact: every predicate is evaluated again on the rows read.
+    // Neither files nor zones ruled out make a filter exact: Spark evaluates every predicate
+    // again on the rows read.
     return predicates;
   }
 
@@ -127,10 +139,6 @@ final class LooseleafScanBuilder
       return aggregateScan;
     }
     return new LooseleafScan(
-        dataset,
-        columns,
-        readSchema,
-        pagePredicates.isEmpty() ? null : pagePredicates,
-        partitionFilters.isEmpty() ? null : partitionFilters);
+        dataset, columns, readSchema, SparkFilters.and(fileFilters), SparkFilters.and(partitionFilters), pushed);
   }
 }

@@ -54,10 +54,18 @@ final class NativeReader {
 
   /**
    * The indices of the files of a {@link #dataset} stream that a filter (the core's JSON form,
-   * its literals one per line: {@code i:<integer>} or {@code s:<UTF-8 in hex>}) does not rule out
-   * by their partition values.
+   * see {@link SparkFilters}) does not rule out by their partition values.
    */
-  static native long[] keptFiles(byte[] dataset, byte[] filter, byte[] literals);
+  static native long[] keptFiles(byte[] dataset, byte[] filter);
+
+  /**
+   * Read options ({@code name=value} lines, any spelling the core knows: {@code batchSize},
+   * {@code batch_size}) checked by the core and returned in its names; throws naming a bad one.
+   */
+  static native byte[] readOptions(byte[] options);
+
+  /** The core's default rows per batch. */
+  static native int defaultBatchSize();
 
   static native void close(long reader);
 
@@ -69,10 +77,11 @@ final class NativeReader {
 
   static native byte[] columnBounds(long reader, byte[] column);
 
-  /** Row ranges ({@code start, end} pairs) whose pages the predicates do not rule out. */
-  static native long[] matchingRows(long reader, byte[] predicates);
+  /** Row ranges ({@code start, end} pairs) whose zones a filter (JSON) does not rule out. */
+  static native long[] matchingRows(long reader, byte[] filter);
 
-  static native long scan(long reader, byte[] columns, long start, long end, int batchSize, byte[] predicates);
+  /** A read of rows {@code start..end} with read options (lines) and a filter ruling zones out. */
+  static native long scan(long reader, byte[] columns, long start, long end, byte[] options, byte[] filter);
 
   static native long next(long scan);
 

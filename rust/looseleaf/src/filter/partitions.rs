@@ -12,9 +12,9 @@ use std::collections::HashMap;
 use arrow_array::ArrayRef;
 use arrow_schema::Fields;
 
+use super::evaluate::evaluate;
+use super::{BoundPredicate, ColumnPath, Predicate};
 use crate::error::{Result, bail};
-use crate::filter::evaluate::evaluate;
-use crate::filter::{BoundPredicate, ColumnPath, Predicate};
 
 /// `predicate` with its parts on `partitions` (the partition columns, whose values for one file
 /// are the one-element arrays `values`) replaced by constants and folded.
@@ -53,7 +53,7 @@ pub(crate) fn partition_residual(predicate: &Predicate, partitions: &Fields, val
 /// # Errors
 /// As `partition_residual` (a part the partition columns cannot answer is an error).
 ///
-/// [`Dataset`]: super::Dataset
+/// [`Dataset`]: crate::dataset::Dataset
 pub fn partition_rules_out(filter: &Predicate, partitions: &Fields, values: &[ArrayRef]) -> Result<bool> {
     Ok(rules_out(&partition_residual(filter, partitions, values)?))
 }
