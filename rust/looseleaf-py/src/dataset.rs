@@ -15,7 +15,7 @@ use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyList};
 
 use crate::arrow::{PyArrowSchema, PyBatches, PyReadStream, batch_stream, import_schema, import_stream};
-use crate::errors::{IntoPyResult, invalid_argument, to_py_err};
+use crate::errors::{IntoPyResult, invalid_argument};
 use crate::read::{Rows, describe, indices_from, read_options};
 use crate::reader::{filtered_plan_dict, plan_dict};
 use crate::runtime::{runtime, wait};
@@ -488,33 +488,21 @@ pub fn write_dataset(
     let runtime = runtime()?;
     let mut writer = wait(py, DatasetWriter::try_new(root, schema, options))?.py_err()?;
     // The producer takes the GIL itself if it needs it (a Python generator behind a reader).
-    let written = py.detach(|| {
-        std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-            for batch in reader {
-                let batch = match batch {
-                    Ok(batch) => batch,
-                    Err(e) => {
-                        let _ = crate::runtime::block_on_interruptible(&runtime, writer.abort());
-                        return Err(invalid_argument(format!("reading the input stream failed: {e}")));
-                    }
-                };
-                let result = crate::runtime::block_on_interruptible(&runtime, writer.write(&batch))
-                    .map_err(|interrupted| to_py_err(looseleaf::Error::internal(interrupted)))
-                    .and_then(|r| r.py_err());
-                if let Err(e) = result {
+    crate::runtime::detached(py, || {
+        for batch in reader {
+            let batch = match batch {
+                Ok(batch) => batch,
+                Err(e) => {
                     let _ = crate::runtime::block_on_interruptible(&runtime, writer.abort());
-                    return Err(e);
+                    return Err(invalid_argument(format!("reading the input stream failed: {e}")));
                 }
+            };
+            let result = crate::runtime::block_on_py(&runtime, writer.write(&batch)).and_then(|r| r.py_err());
+            if let Err(e) = result {
+                let _ = crate::runtime::block_on_interruptible(&runtime, writer.abort());
+                return Err(e);
             }
-            crate::runtime::block_on_interruptible(&runtime, writer.finish())
-                .map_err(|interrupted| to_py_err(looseleaf::Error::internal(interrupted)))?
-                .py_err()
-        }))
-    });
-    written.unwrap_or_else(|panic| {
-        Err(to_py_err(looseleaf::Error::internal(format!(
-            "looseleaf failed unexpectedly (a bug; please report it): {}",
-            crate::runtime::panic_message(&panic)
-        ))))
+        }
+        crate::runtime::block_on_py(&runtime, writer.finish())?.py_err()
     })
 }

@@ -48,27 +48,42 @@ where
     F::Output: Send,
 {
     let runtime = runtime()?;
-    let outcome = py.detach(|| {
-        std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-            runtime.block_on(async {
-                tokio::pin!(future);
-                loop {
-                    tokio::select! {
-                        output = &mut future => return Ok(output),
-                        _ = tokio::time::sleep(SIGNAL_CHECK_INTERVAL) => {
-                            Python::attach(|py| py.check_signals())?;
-                        }
+    detached(py, || {
+        runtime.block_on(async {
+            tokio::pin!(future);
+            loop {
+                tokio::select! {
+                    output = &mut future => return Ok(output),
+                    _ = tokio::time::sleep(SIGNAL_CHECK_INTERVAL) => {
+                        Python::attach(|py| py.check_signals())?;
                     }
                 }
-            })
-        }))
-    });
-    outcome.unwrap_or_else(|panic| {
+            }
+        })
+    })
+}
+
+/// Runs `work` with the GIL released: the one envelope of every blocking call of the bindings.
+/// A panic inside is raised as a `LooseleafError` saying it is a bug, never as pyo3's
+/// `PanicException` (which `except Exception` does not catch).
+pub fn detached<T, F>(py: Python<'_>, work: F) -> PyResult<T>
+where
+    F: FnOnce() -> PyResult<T> + Send,
+    T: Send,
+{
+    py.detach(|| std::panic::catch_unwind(std::panic::AssertUnwindSafe(work))).unwrap_or_else(|panic| {
         Err(crate::errors::to_py_err(looseleaf::Error::internal(format!(
             "looseleaf failed unexpectedly (a bug; please report it): {}",
             panic_message(&panic)
         ))))
     })
+}
+
+/// [`block_on_interruptible`] from a thread that may hold the GIL again: Ctrl-C as an error
+/// for Python to raise (the interrupt itself is armed again).
+pub fn block_on_py<F: Future>(runtime: &tokio::runtime::Runtime, future: F) -> PyResult<F::Output> {
+    block_on_interruptible(runtime, future)
+        .map_err(|interrupted| crate::errors::to_py_err(looseleaf::Error::internal(interrupted)))
 }
 
 /// Runs `future` on `runtime` from a thread that does not hold the GIL (an Arrow consumer

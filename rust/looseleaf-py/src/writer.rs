@@ -9,7 +9,7 @@ use pyo3::prelude::*;
 use pyo3::types::PyDict;
 
 use crate::arrow::{PyArrowSchema, import_batch, import_schema, import_stream};
-use crate::errors::{IntoPyResult, invalid_argument, to_py_err};
+use crate::errors::{IntoPyResult, invalid_argument};
 use crate::runtime::{runtime, wait};
 
 /// An encoding policy from Python: the forced encoding, if any, and the forbidden ones.
@@ -108,23 +108,12 @@ impl PyFileWriter {
         self.with_writer(|w| {
             // The producer takes the GIL itself if it needs it (a Python generator behind a
             // pyarrow reader), so batches are pulled with the GIL released.
-            let written = py.detach(|| {
-                std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-                    for batch in reader {
-                        let batch =
-                            batch.map_err(|e| invalid_argument(format!("reading the input stream failed: {e}")))?;
-                        crate::runtime::block_on_interruptible(&runtime, w.write(&batch))
-                            .map_err(|interrupted| to_py_err(looseleaf::Error::internal(interrupted)))?
-                            .py_err()?;
-                    }
-                    Ok(())
-                }))
-            });
-            written.unwrap_or_else(|panic| {
-                Err(to_py_err(looseleaf::Error::internal(format!(
-                    "looseleaf failed unexpectedly (a bug; please report it): {}",
-                    crate::runtime::panic_message(&panic)
-                ))))
+            crate::runtime::detached(py, || {
+                for batch in reader {
+                    let batch = batch.map_err(|e| invalid_argument(format!("reading the input stream failed: {e}")))?;
+                    crate::runtime::block_on_py(&runtime, w.write(&batch))?.py_err()?;
+                }
+                Ok(())
             })
         })
     }

@@ -28,10 +28,12 @@ mod coalesce;
 mod depth;
 mod location;
 mod object_store_reader;
+mod options;
 mod page_io;
 mod plan;
 mod range_reader;
 mod scheduler;
+mod stats;
 mod urgency;
 
 use std::ops::Range;
@@ -46,10 +48,12 @@ pub use coalesce::{CoalesceOptions, coalesce_ranges};
 pub use depth::{DepthController, IoDepth};
 pub use location::range_reader;
 pub use object_store_reader::ObjectStoreReader;
+pub use options::IoOptions;
 pub use page_io::{FollowUpIo, IndirectIo, PageIo};
 pub use plan::{ColumnPlan, IoPlan, PlannedRequest, PlanningIo};
 pub use range_reader::{LocalFileReader, RangeReader, ReaderStats};
-pub use scheduler::{IoOptions, IoScheduler, IoStats, ReservationHolder};
+pub use scheduler::{IoScheduler, ReservationHolder};
+pub use stats::IoStats;
 pub use urgency::Urgency;
 
 use crate::error::Result;

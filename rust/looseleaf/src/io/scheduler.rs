@@ -59,7 +59,6 @@
 
 use std::cmp::Reverse;
 use std::collections::{BTreeMap, BinaryHeap};
-use std::num::NonZeroUsize;
 use std::ops::Range;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard, Weak};
@@ -73,119 +72,11 @@ use tokio::sync::oneshot;
 use super::budget::{BudgetWaiter, Grant, IoBudget, Reader, wake_all};
 use super::depth::{DepthController, IoDepth};
 use super::{
-    BufferChecks, CoalesceOptions, EncodingsIo, IndirectHint, IoFuture, IoRequest, Priority, RangeReader, RequestKind,
-    coalesce_ranges,
+    BufferChecks, EncodingsIo, IndirectHint, IoFuture, IoOptions, IoRequest, IoStats, Priority, RangeReader,
+    RequestKind, coalesce_ranges,
 };
 use crate::error::{Error, Result};
 use crate::trace::{SpanKind, Trace};
-use crate::units::ByteCount;
-
-/// Settings of an [`IoScheduler`].
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct IoOptions {
-    /// How many reads are in flight at once: fixed, or found while reading (see [`IoDepth`]).
-    pub depth: IoDepth,
-    /// The I/O buffer: bytes read but not yet consumed before reads pause (see the module
-    /// documentation for when it may be exceeded). A buffer of 0 bytes is allowed: every read
-    /// then waits for the bypass, one at a time.
-    pub buffer: ByteCount,
-    /// How ranges are merged and split into reads.
-    pub coalesce: CoalesceOptions,
-    /// Bytes read at the end of a file when it is opened: enough for the tail, the footer and
-    /// the column table of most files, so that opening costs one request.
-    pub open_read: ByteCount,
-}
-
-impl IoOptions {
-    /// Defaults for local disks: 8 reads in flight, a 128 MiB buffer, ranges within 4 KiB
-    /// merged, reads of at most 16 MiB, 64 KiB read on open.
-    ///
-    /// The buffer holds a page of each of 16 columns at the default page size (8 MiB), and no
-    /// more: memory read ahead is memory a process's first read must fault in (a scan's batches
-    /// share the pages they were cut from), and a fresh-process scan of the embeddings set took
-    /// 143 ms with 256 MiB, 112 ms with 128 MiB, against 56–60 ms once its memory is reused;
-    /// cold scans were as fast (see `docs/benchmarks.md`).
-    pub const LOCAL: IoOptions = IoOptions {
-        depth: IoDepth::Fixed(NonZeroUsize::MIN.saturating_add(7)),
-        buffer: ByteCount::mib(128),
-        coalesce: CoalesceOptions { gap: ByteCount::kib(4), max_read: ByteCount::mib(16) },
-        open_read: ByteCount::kib(64),
-    };
-
-    /// Defaults for object stores, where a request costs tens of milliseconds before its first
-    /// byte and runs at tens of MiB/s: an adaptive depth from 8 to 256 reads in flight, a
-    /// 1 GiB buffer, ranges within 256 KiB merged (a 25 ms round trip costs as much as ~2 MiB
-    /// of transfer), reads split at 8 MiB (a straggler then holds less of a column, and the
-    /// pieces of a large page run in parallel), and 1 MiB read on open (the tail, footer and
-    /// column table of a file of ~10,000 columns in one request). See `docs/benchmarks.md` for
-    /// the measurements behind them.
-    pub const OBJECT_STORE: IoOptions = IoOptions {
-        depth: IoDepth::Adaptive {
-            min: NonZeroUsize::MIN.saturating_add(7),
-            max: NonZeroUsize::MIN.saturating_add(255),
-        },
-        buffer: ByteCount::gib(1),
-        coalesce: CoalesceOptions { gap: ByteCount::kib(256), max_read: ByteCount::mib(8) },
-        open_read: ByteCount::mib(1),
-    };
-}
-
-impl Default for IoOptions {
-    fn default() -> Self {
-        Self::LOCAL
-    }
-}
-
-/// Counters of an [`IoScheduler`], for tests, plans and benchmarks.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct IoStats {
-    /// Requests submitted.
-    pub requests: u64,
-    /// Of which indirect (computed from earlier reads).
-    pub indirect_requests: u64,
-    /// Reads issued to storage.
-    pub reads: u64,
-    /// Bytes read from storage.
-    pub bytes_read: u64,
-    /// The largest number of bytes reserved at any moment.
-    pub peak_reserved_bytes: u64,
-    /// Reads issued over the budget (by the priority bypass or because a decoder waited).
-    pub bypassed_reads: u64,
-    /// Reads issued past the budget (and ahead of the queue) only because a decoder was
-    /// waiting for them: the priority bypass would not have let them through.
-    pub urgent_reads: u64,
-    /// The I/O depth now (for an adaptive depth, the one it settled on so far).
-    pub io_depth: u64,
-    /// The highest I/O depth used.
-    pub peak_io_depth: u64,
-    /// Requests the storage made the reader try again (of every read of this file so far).
-    pub retries: u64,
-    /// Answers of the storage asking to slow down (of every read of this file so far).
-    pub throttled: u64,
-    /// Requests issued a second time because the first was far slower than its peers (of every
-    /// read of this file so far).
-    pub hedged: u64,
-}
-
-impl IoStats {
-    /// Adds `other`'s counts to these: counts add up, depths and the peak of reserved bytes
-    /// are the larger of the two (reads that share one budget take its peak instead, see
-    /// `IoBudget::stats`).
-    pub fn merge(&mut self, other: &IoStats) {
-        self.requests += other.requests;
-        self.indirect_requests += other.indirect_requests;
-        self.reads += other.reads;
-        self.bytes_read += other.bytes_read;
-        self.peak_reserved_bytes = self.peak_reserved_bytes.max(other.peak_reserved_bytes);
-        self.bypassed_reads += other.bypassed_reads;
-        self.urgent_reads += other.urgent_reads;
-        self.io_depth = self.io_depth.max(other.io_depth);
-        self.peak_io_depth = self.peak_io_depth.max(other.peak_io_depth);
-        self.retries += other.retries;
-        self.throttled += other.throttled;
-        self.hedged += other.hedged;
-    }
-}
 
 #[derive(Default)]
 struct Counters {
@@ -1035,7 +926,10 @@ fn assemble(ranges: &[Range<u64>], reads: &[Range<u64>], results: Vec<Option<Byt
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::io::CoalesceOptions;
     use crate::io::range_reader::RangeReader;
+    use crate::units::ByteCount;
+    use std::num::NonZeroUsize;
     use std::sync::atomic::AtomicUsize;
     use tokio::sync::Semaphore;
 

@@ -24,9 +24,10 @@ use bytes::Bytes;
 use fsst::{Compressor, Decompressor, Symbol};
 
 use super::PageContext;
+use super::coded_strings::{CodedStrings, LoadedCodes};
 use crate::encodings::{DataBlock, FixedWidthBlock, PageDecoder, PageLoad, PageScheduler, VariableWidthBlock};
 use crate::error::{Result, bail, ensure};
-use crate::format::proto::{BufferLocation, FsstEncoding};
+use crate::format::proto::FsstEncoding;
 use crate::io::PageIo;
 
 const ESCAPE: u8 = 255;
@@ -40,10 +41,7 @@ const NO_SYMBOL: u8 = u8::MAX;
 /// Schedules the symbol table and the codes of some rows.
 #[derive(Debug)]
 pub struct FsstScheduler {
-    symbols: BufferLocation,
-    codes: Box<dyn PageScheduler>,
-    /// Each value's decompressed length, if the page stores them.
-    decoded_lengths: Option<Box<dyn PageScheduler>>,
+    coded: CodedStrings,
 }
 
 impl FsstScheduler {
@@ -52,41 +50,20 @@ impl FsstScheduler {
         let Some(codes) = encoding.codes.as_deref() else { bail!(corrupt, "FSST encoding without codes") };
         let symbols = page.buffer(encoding.symbols_buffer, None, "FSST symbol table")?;
         ensure!(symbols.size <= 1 + 255 * 9, corrupt, "FSST symbol table of {} bytes", symbols.size);
-        let decoded_lengths = encoding
-            .decoded_lengths
-            .as_deref()
-            .map(|lengths| super::page_scheduler(Some(lengths), page))
-            .transpose()?;
-        Ok(Self { symbols, codes: super::page_scheduler(Some(codes), page)?, decoded_lengths })
+        Ok(Self { coded: CodedStrings::try_new(symbols, codes, encoding.decoded_lengths.as_deref(), page)? })
     }
 }
 
 impl PageScheduler for FsstScheduler {
     fn num_rows(&self) -> u64 {
-        self.codes.num_rows()
+        self.coded.num_rows()
     }
 
     fn schedule_ranges(&self, ranges: &[Range<u64>], io: &PageIo) -> PageLoad {
-        let table = io.submit(vec![self.symbols.offset..self.symbols.offset + self.symbols.size]);
-        let codes = self.codes.schedule_ranges(ranges, io);
-        // The lengths are worth a read where the codes are read in long runs (what a binary
-        // page reads whole): a take of scattered rows would read a block of lengths per row
-        // to save a few calls of the decompressor.
-        let selected: u64 = ranges.iter().map(|r| r.end - r.start).sum();
-        let decoded_lengths = self
-            .decoded_lengths
-            .as_ref()
-            .filter(|_| selected.saturating_mul(2) >= self.num_rows())
-            .map(|lengths| lengths.schedule_ranges(ranges, io));
+        let loaded = self.coded.schedule(ranges, io);
         Box::pin(async move {
-            let lengths = async {
-                match decoded_lengths {
-                    Some(lengths) => lengths.await.map(Some),
-                    None => Ok(None),
-                }
-            };
-            let (mut table, codes, decoded_lengths) = futures::try_join!(table, codes, lengths)?;
-            let table = SymbolTable::parse(&table.pop().unwrap_or_default())?;
+            let LoadedCodes { table, codes, decoded_lengths } = loaded.await?;
+            let table = SymbolTable::parse(&table)?;
             Ok(Box::new(FsstDecoder { table, codes, decoded_lengths }) as Box<dyn PageDecoder>)
         })
     }

@@ -28,6 +28,7 @@ pub mod alp_rd;
 pub mod binary;
 pub mod bitmap;
 pub mod bitpacked;
+mod coded_strings;
 pub mod constant;
 pub mod delta;
 pub mod dictionary;

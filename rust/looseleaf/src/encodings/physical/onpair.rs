@@ -23,9 +23,10 @@ use arrow_buffer::Buffer;
 use bytes::Bytes;
 
 use super::PageContext;
+use super::coded_strings::{CodedStrings, LoadedCodes};
 use crate::encodings::{DataBlock, PageDecoder, PageLoad, PageScheduler, VariableWidthBlock};
 use crate::error::{Result, bail, ensure};
-use crate::format::proto::{BufferLocation, OnPairEncoding};
+use crate::format::proto::OnPairEncoding;
 use crate::io::PageIo;
 
 /// Longest token, and the width of the copy each code is decoded with.
@@ -38,12 +39,9 @@ const MIN_CODE_BITS: u32 = 8;
 /// Schedules the dictionary and the codes of some rows.
 #[derive(Debug)]
 pub struct OnPairScheduler {
-    dictionary: BufferLocation,
     num_tokens: u32,
     code_bits: u32,
-    codes: Box<dyn PageScheduler>,
-    /// Each value's decoded length, if the page stores them.
-    decoded_lengths: Option<Box<dyn PageScheduler>>,
+    coded: CodedStrings,
 }
 
 impl OnPairScheduler {
@@ -70,47 +68,22 @@ impl OnPairScheduler {
             "OnPair dictionary of {} bytes for {num_tokens} tokens",
             dictionary.size
         );
-        let decoded_lengths = encoding
-            .decoded_lengths
-            .as_deref()
-            .map(|lengths| super::page_scheduler(Some(lengths), page))
-            .transpose()?;
-        Ok(Self {
-            dictionary,
-            num_tokens,
-            code_bits,
-            codes: super::page_scheduler(Some(codes), page)?,
-            decoded_lengths,
-        })
+        let coded = CodedStrings::try_new(dictionary, codes, encoding.decoded_lengths.as_deref(), page)?;
+        Ok(Self { num_tokens, code_bits, coded })
     }
 }
 
 impl PageScheduler for OnPairScheduler {
     fn num_rows(&self) -> u64 {
-        self.codes.num_rows()
+        self.coded.num_rows()
     }
 
     fn schedule_ranges(&self, ranges: &[Range<u64>], io: &PageIo) -> PageLoad {
-        let dictionary = io.submit(vec![self.dictionary.offset..self.dictionary.offset + self.dictionary.size]);
-        let codes = self.codes.schedule_ranges(ranges, io);
-        // As for FSST: the lengths are worth a read where codes are read in long runs, not for
-        // a take of scattered rows (a block of lengths per row).
-        let selected: u64 = ranges.iter().map(|r| r.end - r.start).sum();
-        let decoded_lengths = self
-            .decoded_lengths
-            .as_ref()
-            .filter(|_| selected.saturating_mul(2) >= self.num_rows())
-            .map(|lengths| lengths.schedule_ranges(ranges, io));
+        let loaded = self.coded.schedule(ranges, io);
         let (num_tokens, code_bits) = (self.num_tokens, self.code_bits);
         Box::pin(async move {
-            let lengths = async {
-                match decoded_lengths {
-                    Some(lengths) => lengths.await.map(Some),
-                    None => Ok(None),
-                }
-            };
-            let (mut dictionary, codes, decoded_lengths) = futures::try_join!(dictionary, codes, lengths)?;
-            let tokens = TokenTable::parse(&dictionary.pop().unwrap_or_default(), num_tokens, code_bits)?;
+            let LoadedCodes { table, codes, decoded_lengths } = loaded.await?;
+            let tokens = TokenTable::parse(&table, num_tokens, code_bits)?;
             Ok(Box::new(OnPairDecoder { tokens, codes, decoded_lengths }) as Box<dyn PageDecoder>)
         })
     }
