@@ -17,7 +17,10 @@ use std::time::Duration;
 
 use arrow_array::{Int32Array, Int64Array, RecordBatch, StringArray};
 use arrow_schema::{DataType, Field, Schema, SchemaRef, TimeUnit};
-use common::{FileLayout, MemoryReader, assert_batches_equal, random_table, read_to_end, wait_for_entries, write_file};
+use common::assertions::assert_batches_equal;
+use common::files::{wait_for_entries, write_file};
+use common::layout::FileLayout;
+use common::reads::read_to_end;
 use futures::TryStreamExt;
 use looseleaf::format::proto::encoding::Kind;
 use looseleaf::format::proto::{
@@ -26,6 +29,8 @@ use looseleaf::format::proto::{
 };
 use looseleaf::format::{COLUMN_ENTRY_LEN, ColumnEntry, FileTail, TAIL_LEN};
 use looseleaf::{Error, FileReader, FileWriter, RowSelection, WriterOptions};
+use looseleaf_testing::MemoryReader;
+use looseleaf_testing::generate::{self, random_table};
 use rand::Rng;
 
 /// A small file of many pages and many types, and the table written to it.
@@ -218,12 +223,12 @@ async fn flipped_page_bits_are_checksum_errors_naming_column_and_page() {
         ),
     ]));
     let mut rng = common::rng(14);
-    let table = common::random_nested_table(&mut rng, &schema, 400);
+    let table = generate::random_nested_table(&mut rng, &schema, 400);
     let mut buffers_checked = 0;
     for compression in [Compression::None, Compression::Zstd] {
         let path = dir.path().join(format!("checked-{compression:?}.leaf"));
         let options = WriterOptions::default().with_page_size(700).with_compression(compression, 1);
-        common::write_file_with(&path, &schema, std::slice::from_ref(&table), options).await;
+        common::files::write_file_with(&path, &schema, std::slice::from_ref(&table), options).await;
         let bytes = std::fs::read(&path).unwrap();
         let paths = FileReader::open(memory(bytes.clone(), "memory://paths.leaf")).await.unwrap().column_paths();
         let layout = FileLayout::parse(&bytes);
@@ -269,7 +274,7 @@ async fn files_without_checksums_are_read_unverified() {
     let batch = writer_batch(&schema, 0, 1000);
     let path = dir.path().join("unchecked.leaf");
     let options = WriterOptions::default().with_checksums(false);
-    common::write_file_with(&path, &schema, std::slice::from_ref(&batch), options).await;
+    common::files::write_file_with(&path, &schema, std::slice::from_ref(&batch), options).await;
     let bytes = std::fs::read(&path).unwrap();
     let file = FileReader::open(memory(bytes, "memory://unchecked.leaf")).await.unwrap();
     assert_batches_equal(&read_to_end(file.read()).await.unwrap().concat(), &batch, "a file without checksums");
@@ -283,12 +288,12 @@ async fn files_without_checksums_are_read_unverified() {
 async fn files_requiring_unknown_features_are_refused() {
     let dir = tempfile::tempdir().unwrap();
     let (bytes, table) = sample_file(dir.path()).await;
-    let rewritten = common::rewrite_file(&bytes, |footer| footer.required_features.clear(), |_, _| {});
+    let rewritten = common::rewrite::rewrite_file(&bytes, |footer| footer.required_features.clear(), |_, _| {});
     let read = open_and_read(memory(rewritten, "memory://no-features.leaf")).await.unwrap();
     assert_batches_equal(&read, &table, "a file requiring no feature");
 
     let location = "memory://future.leaf";
-    let future = common::rewrite_file(
+    let future = common::rewrite::rewrite_file(
         &bytes,
         |footer| footer.required_features = vec!["page-checksums-v2".into(), "time-travel".into()],
         |_, _| {},
@@ -654,7 +659,7 @@ async fn claiming_file(
     let path = dir.path().join("claims.leaf");
     write_file(&path, &schema, &[table], 1 << 20).await;
     let bytes = std::fs::read(&path).unwrap();
-    common::rewrite_file(
+    common::rewrite::rewrite_file(
         &bytes,
         |footer| footer.num_rows = rows,
         |column, metadata| {
@@ -801,12 +806,12 @@ async fn inflated_list_row_counts_are_errors_on_every_read_path() {
     let path = dir.path().join("lists.leaf");
     write_file(&path, &schema, &[table], 1 << 20).await;
     let bytes = std::fs::read(&path).unwrap();
-    let columns = common::column_metadata(&bytes);
+    let columns = common::layout::column_metadata(&bytes);
     assert!(matches!(columns[0].pages[0].encoding.as_ref().and_then(|e| e.kind.as_ref()), Some(Kind::ListOffsets(_))));
     let offset_width = 4;
     for extra in [1u64, 50, 1 << 20] {
         for (column, grow_buffer) in [(0u32, false), (0, true), (1, false)] {
-            let damaged = common::rewrite_file(
+            let damaged = common::rewrite::rewrite_file(
                 &bytes,
                 |footer| {
                     if column == 0 {

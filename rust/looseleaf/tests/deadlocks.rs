@@ -19,10 +19,12 @@ use std::time::Duration;
 
 use arrow_array::RecordBatch;
 use arrow_schema::{DataType, Field, Schema, SchemaRef};
-use common::{NestedLimits, assert_batches_equal, random_nested_table, random_table, write_file};
+use common::assertions::assert_batches_equal;
+use common::files::write_file;
 use futures::{StreamExt, TryStreamExt};
 use looseleaf::io::IoDepth;
 use looseleaf::{ByteCount, FileReader, IoBudget, IoOptions, ReadBuilder};
+use looseleaf_testing::generate::{self, NestedLimits, random_nested_table, random_table};
 use rand::Rng;
 use rand::seq::SliceRandom;
 
@@ -32,7 +34,7 @@ fn budget(bytes: u64, depth: usize) -> IoOptions {
 }
 
 async fn within<T>(what: &str, read: impl Future<Output = T>) -> T {
-    common::within_deadline(what, common::HANG, read).await
+    common::run::within_deadline(what, common::run::HANG, read).await
 }
 
 /// Reads to the end, the consumer pausing after each batch when `slow`.
@@ -54,7 +56,8 @@ async fn scan(read: ReadBuilder, slow: bool) -> RecordBatch {
 async fn nested_file(path: &Path, seed: u64, rows: usize) -> RecordBatch {
     let mut rng = common::rng(seed);
     let limits = NestedLimits { max_depth: 3, ..NestedLimits::default() };
-    let fields: Vec<Field> = (0..6).map(|i| common::random_nested_field(&mut rng, &format!("c{i}"), limits)).collect();
+    let fields: Vec<Field> =
+        (0..6).map(|i| generate::random_nested_field(&mut rng, &format!("c{i}"), limits)).collect();
     let schema: SchemaRef = Arc::new(Schema::new(fields));
     let table = random_nested_table(&mut rng, &schema, rows);
     write_file(path, &schema, std::slice::from_ref(&table), 4 * 1024).await;
@@ -270,10 +273,10 @@ fn reads_consumed_by_block_on_lose_no_wake_up() {
     let mut rng = common::rng(11);
     let mut fields = Vec::new();
     let mut columns = Vec::new();
-    for (i, data_type) in common::all_flat_types().into_iter().enumerate() {
+    for (i, data_type) in generate::all_flat_types().into_iter().enumerate() {
         let null_probability = [0.0, 0.01, 0.5][i % 3];
-        let column = common::ColumnGen { null_probability, mode: common::ValueMode::Random };
-        columns.push(common::random_array(&mut rng, &data_type, 1000, column));
+        let column = generate::ColumnGen { null_probability, mode: generate::ValueMode::Random };
+        columns.push(generate::random_array(&mut rng, &data_type, 1000, column));
         fields.push(Field::new(format!("f{i}"), data_type, true));
     }
     let schema: SchemaRef = Arc::new(Schema::new(fields));

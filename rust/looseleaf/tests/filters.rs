@@ -11,7 +11,9 @@ use std::sync::Arc;
 
 use arrow_array::{Array, ArrayRef, Float64Array, Int32Array, Int64Array, RecordBatch, StringArray, UInt64Array};
 use arrow_schema::{DataType, Field, Schema, SchemaRef};
-use common::{read_to_end, runtime, write_file_with};
+use common::files::write_file_with;
+use common::reads::read_to_end;
+use common::runtime;
 use looseleaf::filter::{CompareOp, Predicate};
 use looseleaf::io::IoDepth;
 use looseleaf::{ByteCount, FileReader, IoOptions, WriterOptions};

@@ -22,13 +22,15 @@ use arrow_array::{
     ArrayRef, FixedSizeBinaryArray, Float64Array, Int8Array, Int32Array, Int64Array, RecordBatch, UInt64Array,
 };
 use arrow_schema::{DataType, Field, Schema, SchemaRef};
-use common::{
-    FileLayout, RecordingReader, assert_batch_sizes, assert_batches_equal, random_table, read_to_end, subtract_reads,
-    write_file_plain,
-};
+use common::assertions::{assert_batch_sizes, assert_batches_equal};
+use common::files::write_file_plain;
+use common::layout::FileLayout;
+use common::readers::{RecordingReader, subtract_reads};
+use common::reads::read_to_end;
 use futures::StreamExt;
 use looseleaf::io::{CoalesceOptions, RequestKind};
 use looseleaf::{FileReader, IoOptions, ReadBuilder, RowSelection};
+use looseleaf_testing::generate::random_table;
 use rand::Rng;
 use rand::seq::SliceRandom;
 

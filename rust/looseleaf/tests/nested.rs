@@ -5,15 +5,16 @@
 //! damaged offsets and inconsistent nested schemas give errors.
 //!
 //! The truth is always the arrays that were written (sliced, projected with
-//! [`common::narrow`], or taken row by row with `arrow_select`), never another output of the
-//! reader.
+//! [`common::expected::narrow`], or taken row by row with `arrow_select`), never another output
+//! of the reader.
 
 // Tests report failures by panicking.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 mod common;
+use common::expected::{expected_projection, rows_of};
 use common::nz;
-use common::reads::{check_all_reads, expected_projection, round_trip_case, rows_of};
+use common::round_trip::{check_all_reads, round_trip_case};
 use looseleaf::ByteCount;
 use looseleaf::io::IoDepth;
 
@@ -22,12 +23,15 @@ use std::time::Duration;
 
 use arrow_array::{Array, ArrayRef, RecordBatch};
 use arrow_schema::{Schema, SchemaRef};
-use common::{
-    FileLayout, NestedLimits, RecordingReader, assert_batches_equal, random_nested_schema, random_nested_table,
-    read_to_end, runtime, split_randomly, write_file, write_file_plain,
-};
+use common::assertions::assert_batches_equal;
+use common::files::{write_file, write_file_plain};
+use common::layout::FileLayout;
+use common::readers::RecordingReader;
+use common::reads::read_to_end;
+use common::runtime;
 use looseleaf::io::CoalesceOptions;
 use looseleaf::{FileReader, IoOptions, RowSelection};
+use looseleaf_testing::generate::{NestedLimits, random_nested_schema, random_nested_table, split_randomly};
 use proptest::prelude::*;
 use rand::Rng;
 use rand::rngs::StdRng;
@@ -292,7 +296,7 @@ fn assert_items_not_starved(
 /// full because the budget holds back later rows; the same order must hold.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn item_reads_of_partly_read_lists_go_before_later_rows() {
-    use common::SlowReader;
+    use common::readers::SlowReader;
     use looseleaf::io::LocalFileReader;
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("lists.leaf");
@@ -423,7 +427,7 @@ async fn full_scans_of_lists_make_no_indirect_requests_and_takes_do() {
             assert_eq!(out.stats.indirect_requests, 0, "{what}: {:?}", out.stats);
             let direct: Vec<std::ops::Range<u64>> = plan.requests.iter().flat_map(|r| r.reads.clone()).collect();
             let recorded = recording.reads();
-            let unplanned = common::subtract_reads(&recorded, &direct, &what);
+            let unplanned = common::readers::subtract_reads(&recorded, &direct, &what);
             assert!(unplanned.is_empty(), "{what}: reads the plan does not list: {unplanned:?}");
             assert_eq!(recorded.len(), direct.len(), "{what}");
             assert_eq!(out.stats.requests, plan.requests.len() as u64, "{what}: {:?}", out.stats);
@@ -452,7 +456,7 @@ async fn full_scans_of_lists_make_no_indirect_requests_and_takes_do() {
         assert_batches_equal(&out.concat(), &rows_of(&table, &indices), &what);
         assert!(out.stats.indirect_requests > 0, "{what}: {:?}", out.stats);
         let direct: Vec<std::ops::Range<u64>> = plan.requests.iter().flat_map(|r| r.reads.clone()).collect();
-        let indirect = common::subtract_reads(&recording.reads(), &direct, &what);
+        let indirect = common::readers::subtract_reads(&recording.reads(), &direct, &what);
         assert!(!indirect.is_empty(), "{what}: no read beyond the plan's direct ones");
         let indirect_bytes: u64 = indirect.iter().map(|r| r.end - r.start).sum();
         assert!(
@@ -587,7 +591,7 @@ async fn nested_sample(dir: &std::path::Path) -> (Vec<u8>, RecordBatch) {
 /// read pages: indirect I/O), giving the first error; a hang is a failure.
 async fn open_and_read(bytes: Vec<u8>, location: &str) -> looseleaf::Result<RecordBatch> {
     let read = async {
-        let file = FileReader::open(Arc::new(common::MemoryReader::new(bytes, location))).await?;
+        let file = FileReader::open(Arc::new(looseleaf_testing::MemoryReader::new(bytes, location))).await?;
         let out = read_to_end(file.read().with_batch_size(nz(64))).await?;
         let n = file.num_rows();
         read_to_end(file.read().with_row_range(1..n - 1).with_batch_size(nz(50))).await?;

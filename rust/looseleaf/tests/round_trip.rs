@@ -8,7 +8,7 @@
 
 mod common;
 use common::nz;
-use common::reads::{check_all_reads, round_trip_case};
+use common::round_trip::{check_all_reads, round_trip_case};
 use looseleaf::ByteCount;
 use looseleaf::io::IoDepth;
 
@@ -20,11 +20,14 @@ use arrow_array::{
 };
 use arrow_buffer::NullBuffer;
 use arrow_schema::{DataType, Field, Schema, SchemaRef};
-use common::{
-    ColumnGen, ValueMode, all_flat_types, assert_batch_sizes, assert_batches_equal, random_array, random_schema,
-    random_table, read_to_end, runtime, split_randomly, write_file,
-};
+use common::assertions::{assert_batch_sizes, assert_batches_equal};
+use common::files::write_file;
+use common::reads::read_to_end;
+use common::runtime;
 use looseleaf::{Error, FileReader, IoOptions};
+use looseleaf_testing::generate::{
+    self, ColumnGen, ValueMode, all_flat_types, random_array, random_schema, random_table, split_randomly,
+};
 use proptest::prelude::*;
 
 fn flat_case(seed: u64, num_rows: usize, page_size: u64, max_input_batch: usize, batch_size: usize) {
@@ -254,13 +257,13 @@ fn values_larger_than_a_page() {
 #[test]
 fn takes_of_large_pages_round_trip_cached_or_not() {
     let mut rng = common::rng(11);
-    let schema = common::random_nested_schema(&mut rng, 6, common::NestedLimits::default());
+    let schema = generate::random_nested_schema(&mut rng, 6, generate::NestedLimits::default());
     let flat = random_schema(&mut rng, 6);
     let mut fields: Vec<Field> = schema.fields().iter().map(|f| f.as_ref().clone()).collect();
     fields.extend(flat.fields().iter().enumerate().map(|(i, f)| f.as_ref().clone().with_name(format!("flat{i}"))));
     let schema: SchemaRef = Arc::new(Schema::new(fields));
     let num_rows = 40_000;
-    let table = common::random_nested_table(&mut rng, &schema, num_rows);
+    let table = generate::random_nested_table(&mut rng, &schema, num_rows);
     let inputs = split_randomly(&mut rng, &table, 5000);
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("large_pages.leaf");
@@ -268,7 +271,7 @@ fn takes_of_large_pages_round_trip_cached_or_not() {
         write_file(&path, &schema, &inputs, 64 * 1024).await;
         for evicted in [false, true] {
             if evicted {
-                common::evict_from_page_cache(&path);
+                common::files::evict_from_page_cache(&path);
             }
             let reader = FileReader::open_path(&path).await.unwrap();
             // One row in 50 (a sparse read), unsorted, with a repeat.
@@ -276,7 +279,7 @@ fn takes_of_large_pages_round_trip_cached_or_not() {
                 (0..800).map(|_| rand::Rng::random_range(&mut rng, 0..num_rows as u64)).collect();
             indices.push(indices[0]);
             let taken = reader.take(&indices, None).await.unwrap();
-            assert_batches_equal(&taken, &common::reads::rows_of(&table, &indices), &format!("evicted {evicted}"));
+            assert_batches_equal(&taken, &common::expected::rows_of(&table, &indices), &format!("evicted {evicted}"));
         }
     });
 }
@@ -318,7 +321,7 @@ fn vectors_read_across_pages_round_trip() {
                 (0..700).map(|_| rand::Rng::random_range(&mut rng, 0..num_rows as u64)).collect();
             indices.extend([0, num_rows as u64 - 1, indices[5]]);
             let taken = reader.take(&indices, None).await.unwrap();
-            assert_batches_equal(&taken, &common::reads::rows_of(&table, &indices), &format!("take, {what}"));
+            assert_batches_equal(&taken, &common::expected::rows_of(&table, &indices), &format!("take, {what}"));
             let range = reader.read().with_row_range(1234..4321).with_batch_size(nz(1000));
             let out = read_to_end(range).await.unwrap().concat();
             assert_batches_equal(&out, &table.slice(1234, 4321 - 1234), &format!("row range, {what}"));

@@ -31,7 +31,9 @@ use arrow_array::builder::{Int32Builder, ListBuilder};
 use arrow_array::{ArrayRef, Float64Array, Int64Array, RecordBatch, StringArray, UInt64Array};
 use arrow_schema::{DataType, Field, Schema, SchemaRef};
 use common::alloc::{self, GuardedAllocator};
-use common::{assert_batches_equal, nz, write_file_with};
+use common::assertions::assert_batches_equal;
+use common::files::write_file_with;
+use common::nz;
 use futures::StreamExt;
 use looseleaf::format::proto::ColumnMetadata;
 use looseleaf::io::IoDepth;
@@ -90,7 +92,7 @@ fn mixed_table(rows: usize, seed: u64) -> RecordBatch {
 /// wait for past the budget: two of the largest pages of each column (stored bytes, plus
 /// decompressed bytes for compressed pages, as the reservation counts them).
 fn pages_past_the_budget(path: &Path, columns: Option<std::ops::Range<usize>>) -> u64 {
-    let metadata: Vec<ColumnMetadata> = common::column_metadata(&std::fs::read(path).unwrap());
+    let metadata: Vec<ColumnMetadata> = common::layout::column_metadata(&std::fs::read(path).unwrap());
     let columns = columns.unwrap_or(0..metadata.len());
     let largest = |column: &ColumnMetadata| {
         column

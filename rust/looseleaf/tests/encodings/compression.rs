@@ -102,7 +102,7 @@ async fn take_reads_whole_compressed_pages() {
             .with_default_encoding_policy(EncodingPolicy::plain_only());
         write_table(&path, &table, options).await;
         let bytes = std::fs::read(&path).unwrap();
-        let layout = common::FileLayout::parse(&bytes);
+        let layout = common::layout::FileLayout::parse(&bytes);
         let reader = FileReader::open_path(&path).await.unwrap();
         let metadata = reader.metadata().await.unwrap();
         for column in 0..2 {

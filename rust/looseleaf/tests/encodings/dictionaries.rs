@@ -12,39 +12,7 @@ pub(crate) fn logical(array: &ArrayRef) -> ArrayRef {
 
 #[track_caller]
 fn assert_logically_equal(actual: &ArrayRef, expected: &ArrayRef, what: &str) {
-    common::assert_arrays_equal(&logical(actual), &logical(expected), what);
-}
-
-/// A dictionary array of `len` keys of type `K` into `values` (each key valid with probability
-/// 0.9, pointing anywhere).
-pub(crate) fn dictionary_array<K: arrow_array::types::ArrowDictionaryKeyType>(
-    rng: &mut StdRng,
-    len: usize,
-    values: ArrayRef,
-) -> ArrayRef
-where
-    K::Native: TryFrom<usize>,
-    <K::Native as TryFrom<usize>>::Error: std::fmt::Debug,
-{
-    let size = values.len();
-    let keys = PrimitiveArray::<K>::from_iter(
-        (0..len).map(|_| rng.random_bool(0.9).then(|| K::Native::try_from(rng.random_range(0..size)).unwrap())),
-    );
-    Arc::new(DictionaryArray::<K>::try_new(keys, values).unwrap())
-}
-
-/// `size` distinct values of `value_type`, drawn from a pool numbered from `first`.
-pub(crate) fn dictionary_values(value_type: &DataType, first: usize, size: usize) -> ArrayRef {
-    let names = (first..first + size).map(|i| format!("value {i:05} {}", "x".repeat(i % 7)));
-    match value_type {
-        DataType::Utf8 => Arc::new(StringArray::from_iter_values(names)),
-        DataType::LargeUtf8 => Arc::new(LargeStringArray::from_iter_values(names)),
-        DataType::Binary => Arc::new(BinaryArray::from_iter_values(names.map(|n| [n.as_bytes(), &[0xff, 0]].concat()))),
-        DataType::Int64 => {
-            Arc::new(Int64Array::from_iter_values((first..first + size).map(|i| i as i64 * 1_000_003 - 7)))
-        }
-        other => panic!("no dictionary values of {other}"),
-    }
+    common::assertions::assert_arrays_equal(&logical(actual), &logical(expected), what);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -255,5 +223,5 @@ async fn small_dictionaries_beyond_the_key_type_are_written() {
     assert_eq!(out.schema.field(0).data_type(), batches[0].schema().field(0).data_type());
     let read: Vec<ArrayRef> = out.batches.iter().map(|b| logical(b.column(0))).collect();
     let read = arrow_select::concat::concat(&read.iter().map(|a| a.as_ref()).collect::<Vec<_>>()).unwrap();
-    common::assert_arrays_equal(&read, &expected, "Int8 dictionaries");
+    common::assertions::assert_arrays_equal(&read, &expected, "Int8 dictionaries");
 }

@@ -1,7 +1,7 @@
 //! Per-page statistics, computed again here from each page's rows.
 
 use super::*;
-use crate::dictionaries::{dictionary_array, dictionary_values, logical};
+use crate::dictionaries::logical;
 
 /// The statistics of a page holding the rows of `array`, computed here: null count, smallest
 /// and largest value (floats without NaN, strings with a minimum truncated to 64 bytes and no
@@ -280,7 +280,7 @@ async fn page_skipping_keeps_every_matching_row() {
             }
             let json = format!(r#"{{"and": [{}]}}"#, parts.join(", "));
             let filter = Predicate::from_json(&json, &[]).unwrap();
-            let selection = reader.rows_matching_statistics(&filter).await.unwrap();
+            let (selection, _) = reader.rows_matching_statistics(&filter).await.unwrap();
             let kept = |row: usize| selection.ranges().iter().any(|r| r.contains(&(row as u64)));
             for row in 0..len {
                 let satisfies = tests.iter().all(|test| test(row));
