@@ -203,12 +203,11 @@ def main() -> int:
         return worker(args, *args.worker)
 
     import looseleaf.spark
-    from looseleaf.spark._jvm import connector_files
 
     directory = args.dir or DATA / f"spark_lineitem_sf{args.scale:g}"
     source = generate_lineitem(args.scale, directory)
     try:
-        connector_files()
+        looseleaf.spark.jar_path()
         jvm = True
     except FileNotFoundError as e:
         print(f"  the JVM connector is left out: {e}")

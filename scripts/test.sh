@@ -42,8 +42,8 @@ step "rust: fuzz the reader for 60 s"
 scripts/fuzz.sh 60
 
 step "python: lints"
-python3 -m ruff check python tests benches examples
-python3 -m ruff format --check python tests benches examples
+python3 -m ruff check python tests benches examples packaging
+python3 -m ruff format --check python tests benches examples packaging
 
 step "python: tests"
 python3 -m pytest tests

@@ -67,10 +67,9 @@ def spark(tmp_path_factory):
         .config("spark.sql.session.timeZone", "UTC")
         .config("spark.python.worker.reuse", "true")
     )
-    jvm_dir = tmp_path_factory.mktemp("jvm")
-    problem = _build_jvm_connector(jvm_dir)
-    if problem is None:
-        builder = ls.configure(builder, jvm_dir)
+    jar, problem = _jvm_connector(tmp_path_factory)
+    if jar is not None:
+        builder = ls.configure(builder, jar)
     else:
         print(f"the JVM connector tests will skip: {problem}", file=sys.stderr)
     session = builder.getOrCreate()
@@ -85,14 +84,22 @@ def spark(tmp_path_factory):
             os.environ[k] = v
 
 
-def _build_jvm_connector(directory: Path) -> str | None:
-    """Builds the JVM connector (a debug build: the tests read little) into ``directory``;
-    returns why it cannot, or ``None``."""
+def _jvm_connector(tmp_path_factory) -> tuple[Path | None, str | None]:
+    """The connector's jar the tests use: the installed wheel's (what users get), else, in a
+    development install without one, a debug build from this checkout; or why there is none
+    (no ``javac``: the only reason to skip, never a failed build)."""
+    from looseleaf._connector import jar_path
+
+    try:
+        return jar_path(), None
+    except FileNotFoundError:
+        pass
     missing = [tool for tool in ("cargo", "javac", "jar") if shutil.which(tool) is None]
     if missing:
-        return f"{', '.join(missing)} not found"
+        return None, f"{', '.join(missing)} not found"
+    directory = tmp_path_factory.mktemp("jvm")
     script = Path(__file__).resolve().parent.parent / "scripts" / "build_jvm.sh"
     result = subprocess.run([str(script), "--debug", str(directory)], capture_output=True, text=True)
     if result.returncode != 0:
         raise RuntimeError(f"scripts/build_jvm.sh failed:\n{result.stdout}\n{result.stderr}")
-    return None
+    return directory / "looseleaf-spark.jar", None

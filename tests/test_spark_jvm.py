@@ -259,6 +259,159 @@ def test_repeated_reads_leave_no_native_memory(jvm, tmp_path):
         # A read stopped early (limit) releases its batches too.
         assert len(_read(jvm, path, batchSize=100).limit(3).collect()) == 3
     assert _live_native_bytes(jvm) == 0
+    # Every handle the reads made was closed or freed: files, scans and batches.
+    assert int(jvm._jvm.io.looseleaf.spark.LooseleafDataSource.liveNativeHandles()) == 0
+
+
+def _java_class_of(error: BaseException) -> str:
+    """The class of the Java exception behind a PySpark error (as its message names it)."""
+    text = str(error)
+    for name in (
+        "LooseleafNotFoundException",
+        "LooseleafPermissionException",
+        "LooseleafCorruptFileException",
+        "LooseleafInvalidArgumentException",
+        "LooseleafUnsupportedException",
+        "LooseleafIOException",
+        "LooseleafInterruptedException",
+    ):
+        if f"io.looseleaf.spark.{name}" in text:
+            return name
+    return text[:2000]
+
+
+def test_errors_keep_their_kind_across_jni(jvm, tmp_path):
+    path = tmp_path / "kinds.leaf"
+    looseleaf.write_table(pa.table({"x": pa.array(range(10_000), pa.int64())}), str(path))
+    with pytest.raises(Exception, match=r"absent\.leaf") as missing:
+        _read(jvm, tmp_path / "absent.leaf").collect()
+    assert _java_class_of(missing.value) == "LooseleafNotFoundException"
+    with pytest.raises(Exception, match="ioBufferBytes") as bad_option:
+        _read(jvm, path, ioBufferBytes="lots").collect()
+    assert _java_class_of(bad_option.value) == "LooseleafInvalidArgumentException"
+    damaged = tmp_path / "damaged.leaf"
+    data = bytearray(path.read_bytes())
+    data[-40] ^= 0xFF  # inside the footer
+    damaged.write_bytes(bytes(data))
+    with pytest.raises(Exception, match=r"damaged\.leaf") as corrupt:
+        _read(jvm, damaged).collect()
+    assert _java_class_of(corrupt.value) == "LooseleafCorruptFileException"
+
+
+def test_a_file_truncated_during_a_read_fails_the_task_not_the_jvm(jvm, tmp_path):
+    """Executors read by copies, never by mapping the file: a file truncated by another process
+    mid-read is an error naming it, where a mapped page would end the JVM (here the driver's:
+    local mode) with SIGBUS."""
+    import os
+    import threading
+    import time
+
+    import numpy as np
+
+    n = 4_000_000
+    path = tmp_path / "truncated.leaf"
+    # Random values: 32 MB that no encoding makes small, read in 1 MiB of buffer at a time.
+    values = np.random.default_rng(5).integers(-(2**62), 2**62, n)
+    looseleaf.write_table(pa.table({"x": pa.array(values, pa.int64())}), str(path), page_size=256 * 1024)
+    size = path.stat().st_size
+    # Written by the Python worker that consumes the batches (another process) at its first.
+    marker = str(tmp_path / "started")
+
+    def slow(batches):
+        import pathlib
+        import time
+
+        for batch in batches:
+            pathlib.Path(marker).touch()
+            time.sleep(0.05)
+            yield batch.slice(0, 0)
+
+    frame = _read(jvm, path, batchSize=8192, ioBufferBytes="1 MiB").coalesce(1)
+    outcome: list[BaseException | None] = []
+
+    def run():
+        try:
+            frame.mapInArrow(slow, frame.schema).count()
+            outcome.append(None)
+        except BaseException as e:  # the job's error, checked below
+            outcome.append(e)
+
+    job = threading.Thread(target=run)
+    job.start()
+    deadline = time.time() + 60
+    while not os.path.exists(marker) and time.time() < deadline:
+        time.sleep(0.05)
+    assert os.path.exists(marker), "the read did not start"
+    with open(path, "r+b") as f:
+        f.truncate(size // 3)
+    job.join(120)
+    assert not job.is_alive(), "the read hangs on a truncated file"
+    error = outcome[0]
+    assert error is not None, "a read of a file truncated under it succeeded"
+    assert "truncated.leaf" in str(error), str(error)[:2000]
+    # The JVM lives on.
+    assert jvm.range(5).count() == 5
+
+
+def test_a_cancelled_job_stops_its_native_read_at_once(jvm, s3):
+    """A read blocked on a store that does not answer gives up when its task is killed, instead
+    of waiting out the store's timeout and retries."""
+    import threading
+    import time
+
+    from s3_server import S3Proxy
+
+    proxy = S3Proxy(s3.port)
+    stall = {"seconds": 0.0}
+    served = proxy._serve
+
+    def serve(handler):
+        ranged = handler.headers.get("Range") or ""
+        data = ranged.startswith("bytes=") and not ranged.startswith("bytes=-")
+        if stall["seconds"] and data and int(ranged[len("bytes=") :].split("-")[0]) < 1 << 20:
+            time.sleep(stall["seconds"])
+        served(handler)
+
+    proxy._serve = serve
+    try:
+        options = {f"storage.{k}": v for k, v in s3.storage_options(proxy.endpoint).items()}
+        out = "s3a://jvm/stalled"
+        jvm.range(0, 2_000_000).selectExpr("id", "id * 3 as y").coalesce(1).write.format("looseleaf").options(
+            **options
+        ).mode("overwrite").save(out)
+        frame = _read(jvm, out, **options)
+        assert frame.count() == 2_000_000  # planned and read once at full speed
+        stall["seconds"] = 120.0
+        outcome: list[BaseException | None] = []
+
+        def run():
+            try:
+                frame.agg({"y": "sum"}).collect()
+                outcome.append(None)
+            except BaseException as e:
+                outcome.append(e)
+
+        job = threading.Thread(target=run)
+        job.start()
+        deadline = time.time() + 60
+        while time.time() < deadline and not any(
+            (r[2] or "").startswith("bytes=") and not (r[2] or "").startswith("bytes=-")
+            for r in list(proxy.stats.requests)[-50:]
+        ):
+            time.sleep(0.05)
+        time.sleep(1.0)  # the task is now blocked waiting for the stalled store
+        cancelled = time.time()
+        jvm.sparkContext.cancelAllJobs()
+        job.join(30)
+        elapsed = time.time() - cancelled
+        assert not job.is_alive(), "the cancelled job still waits for its read"
+        assert outcome[0] is not None
+        assert elapsed < 10, f"the cancelled read took {elapsed:.1f} s to stop"
+        stall["seconds"] = 0.0
+        assert jvm.range(3).count() == 3
+    finally:
+        stall["seconds"] = 0.0
+        proxy.close()
 
 
 def test_directories_written_by_spark_show_their_committed_files(jvm, tmp_path):

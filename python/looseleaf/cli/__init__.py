@@ -62,6 +62,12 @@ def _run(argv: list[str]) -> int:
     args = parser.parse_args(argv)
     if args.command == "demo":
         return run_demo(args.rows, args.dir)
+    if args.command == "spark-jar":
+        # Not through looseleaf.spark, which imports PySpark.
+        from .._connector import jar_path
+
+        print(jar_path())
+        return 0
     storage_options = _storage_options(parser, args.storage_option)
     if args.command == "inspect":
         from .inspect import run_inspect
@@ -213,6 +219,14 @@ def _parser() -> argparse.ArgumentParser:
         "--rows", type=int, default=2_000_000, help="rows of the sample table (default 2,000,000)"
     )
     demo.add_argument("--dir", default=None, help="where to write (default: a temporary directory)")
+
+    commands.add_parser(
+        "spark-jar",
+        help="print the path of the JVM Spark connector's jar (for spark-submit --jars, spark.jars)",
+        description="Print the path of this installation's looseleaf-spark.jar: the JVM Spark "
+        "connector with its native library, for spark-submit --jars, spark.jars in "
+        "spark-defaults.conf or a cluster manager.",
+    )
 
     trace = commands.add_parser(
         "trace",

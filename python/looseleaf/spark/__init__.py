@@ -6,7 +6,7 @@ configured with it, else the Python data source) and ``mapInArrow`` helpers.
 >>> df.write.format("looseleaf").mode("overwrite").save("/data/trades")  # doctest: +SKIP
 >>> spark.read.format("looseleaf").option("columns", "id,meta.score").load("/data/trades")  # doctest: +SKIP
 
-With :func:`configure` (a JVM connector built by ``scripts/build_jvm.sh``), ``format("looseleaf")``
+With :func:`configure` (the JVM connector the wheel carries, :func:`jar_path`), ``format("looseleaf")``
 reads and writes in the JVM and :func:`register` adds the Python source as ``looseleaf-python``.
 Needs PySpark 4.0 or later (its Python Data Source API); ``import looseleaf`` itself never
 imports PySpark. See ``docs/spark.md`` for the options, partitioning, commit protocol, type
@@ -37,7 +37,7 @@ from ._datasource import (
 )
 from ._datasource import plan_read as _plan_read
 from ._filters import ColumnPredicate
-from ._jvm import JVM_FORMAT, PYTHON_FORMAT, configure, jvm_enabled, python_format
+from ._jvm import JVM_FORMAT, PYTHON_FORMAT, configure, jar_path, jvm_enabled, python_format
 from ._map_in_arrow import (
     RANGE_SCHEMA,
     WRITE_RESULT_SCHEMA,
@@ -135,6 +135,7 @@ __all__ = [
     "arrow_to_spark_type",
     "cast_batch",
     "configure",
+    "jar_path",
     "jvm_enabled",
     "list_ranges",
     "plan_read",

@@ -1,11 +1,12 @@
-"""The JVM connector (``format("looseleaf")`` in a session configured with it): where its jar
-and native library are, and how a session is configured to use them.
+"""The JVM connector (``format("looseleaf")`` in a session configured with it): where its jar is,
+and how a session is configured to use it.
 
-The jar (``jvm/``) and the JNI library (``rust/looseleaf-jni``) are built from a source checkout
-by ``scripts/build_jvm.sh`` into :func:`default_dir` (``$LOOSELEAF_JVM_DIR``, else
-``~/.cache/looseleaf/jvm``); the wheel does not ship them yet. :func:`configure` adds them to a
-``SparkSession.builder``: the jar to ``spark.jars``, the library's path to
-``spark.looseleaf.nativeLibrary``, which the connector reads on the driver and on executors.
+The wheel carries ``looseleaf-spark.jar`` (built by ``pip install .`` where a JDK is installed,
+see ``packaging/looseleaf_build.py``): the connector's classes and the JNI library of the platform
+the wheel was built on, which every JVM extracts from the jar and loads itself. A session needs
+only the jar in ``spark.jars`` (shipped to the executors by Spark); :func:`configure` adds it.
+For ``spark-submit --jars``, ``spark-defaults.conf`` and cluster managers, :func:`jar_path` (or
+``looseleaf spark-jar`` on the command line) says where it is.
 """
 
 from __future__ import annotations
@@ -14,53 +15,53 @@ import os
 from pathlib import Path
 from typing import Any
 
+from .._connector import JAR_NAME, jar_path
+
 #: The connector's data source name.
 JVM_FORMAT = "looseleaf"
 #: The Python data source's name in a session with the connector (Spark refuses a name that a
 #: JVM and a Python source both answer to).
 PYTHON_FORMAT = "looseleaf-python"
-JAR_NAME = "looseleaf-spark.jar"
-LIBRARY_NAME = "liblooseleaf_jni.so"
-#: Spark setting naming the native library (read by ``NativeReader.load``).
+#: Spark setting naming a native library installed apart from the jar (read by
+#: ``NativeLibrary.load``); unset, each JVM loads the library the jar carries.
 LIBRARY_CONF = "spark.looseleaf.nativeLibrary"
 
 
-def default_dir() -> Path:
-    """Where ``scripts/build_jvm.sh`` puts the connector by default."""
-    configured = os.environ.get("LOOSELEAF_JVM_DIR")
-    if configured:
-        return Path(configured)
-    return Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache")) / "looseleaf" / "jvm"
-
-
-def connector_files(directory: str | os.PathLike[str] | None = None) -> tuple[Path, Path]:
-    """The jar and the native library in ``directory`` (default :func:`default_dir`); raises
-    ``FileNotFoundError`` saying how to build them when either is missing."""
-    base = Path(directory) if directory is not None else default_dir()
-    jar, library = base / JAR_NAME, base / LIBRARY_NAME
-    missing = [str(p) for p in (jar, library) if not p.is_file()]
-    if missing:
-        raise FileNotFoundError(
-            f"the looseleaf JVM connector is not built ({', '.join(missing)} missing): run "
-            f"scripts/build_jvm.sh {base} from a looseleaf source checkout (needs cargo and javac)"
-        )
-    return jar, library
-
-
-def configure(builder: Any, directory: str | os.PathLike[str] | None = None) -> Any:
+def configure(
+    builder: Any,
+    jar: str | os.PathLike[str] | None = None,
+    *,
+    native_library: str | os.PathLike[str] | None = None,
+) -> Any:
     """Adds the JVM connector to a ``SparkSession.builder`` (before ``getOrCreate()``) and
-    returns the builder; ``format("looseleaf")`` then reads and writes through it."""
-    jar, library = connector_files(directory)
+    returns the builder; ``format("looseleaf")`` then reads and writes through it.
+
+    ``jar`` is the connector's jar (default: this installation's, :func:`jar_path`), or a
+    directory holding ``looseleaf-spark.jar`` (what ``scripts/build_jvm.sh`` makes). Only
+    ``spark.jars`` is set: Spark ships the jar to every executor, and each loads the native
+    library the jar carries. ``native_library`` names a library installed apart, at a path that
+    must exist on the driver and on every executor (``spark.looseleaf.nativeLibrary``)."""
+    if jar is None:
+        path = jar_path()
+    else:
+        path = Path(jar)
+        if path.is_dir():
+            path = path / JAR_NAME
+        if not path.is_file():
+            raise FileNotFoundError(f"no looseleaf connector jar at {path}")
     options = getattr(builder, "_options", {})
     jars = [j for j in str(options.get("spark.jars", "")).split(",") if j]
-    builder = builder.config("spark.jars", ",".join([*jars, str(jar)]))
-    return builder.config(LIBRARY_CONF, str(library))
+    builder = builder.config("spark.jars", ",".join([*jars, str(path)]))
+    if native_library is not None:
+        builder = builder.config(LIBRARY_CONF, str(native_library))
+    return builder
 
 
 def jvm_enabled(spark: Any) -> bool:
-    """Whether the session was configured with the JVM connector (:func:`configure`)."""
+    """Whether the session was configured with the JVM connector (:func:`configure`, or
+    ``spark.jars`` naming the jar)."""
     try:
-        return JAR_NAME in str(spark.conf.get("spark.jars", "")) and bool(spark.conf.get(LIBRARY_CONF, ""))
+        return JAR_NAME in str(spark.conf.get("spark.jars", ""))
     except Exception:
         return False
 

@@ -1,15 +1,18 @@
 //! The native methods of `io.looseleaf.spark.NativeWriter`: a dataset write job's steps and the
 //! file of each task (see [`crate::writing`]). The contracts of the crate docs hold: no panic
-//! crosses into the JVM, and a writer handle from `openWriter` is passed to `finishWriter` or
-//! `abortWriter` exactly once, by the one thread that uses it.
+//! crosses into the JVM, every handle is checked ([`crate::registry`]: a writer finished or
+//! aborted twice is an exception), and every wait is interruptible.
 
 use jni::EnvUnowned;
 use jni::objects::{JByteArray, JClass};
 use jni::sys::jlong;
 
-use crate::handles;
+use std::sync::Mutex;
+
+use crate::jvm::JvmThread;
 use crate::lines;
 use crate::policy::{Failure, ThrowLooseleafException};
+use crate::registry::registry;
 use crate::writing::{self, TaskWriter};
 
 /// Begins a job: `request` is `directory`, `mode`, `pageSize`, `compression`, the partition
@@ -24,7 +27,7 @@ pub extern "system" fn Java_io_looseleaf_spark_NativeWriter_beginWrite<'local>(
     env.with_env(|env| -> Result<JByteArray<'local>, Failure> {
         let lines = lines(env, &request)?;
         let schema = writing::schema_of(&env.convert_byte_array(&schema)?)?;
-        let id = writing::begin(&lines, &schema)?;
+        let id = writing::begin(&mut JvmThread::new(env), &lines, &schema)?;
         Ok(env.byte_array_from_slice(id.as_bytes())?)
     })
     .resolve::<ThrowLooseleafException>()
@@ -44,7 +47,7 @@ pub extern "system" fn Java_io_looseleaf_spark_NativeWriter_commitWrite<'local>(
     env.with_env(|env| -> Result<(), Failure> {
         let (lines, files) = (lines(env, &request)?, lines(env, &files)?);
         let schema = writing::schema_of(&env.convert_byte_array(&schema)?)?;
-        writing::commit(&lines, &files, &schema)
+        writing::commit(&mut JvmThread::new(env), &lines, &files, &schema)
     })
     .resolve::<ThrowLooseleafException>()
 }
@@ -56,8 +59,11 @@ pub extern "system" fn Java_io_looseleaf_spark_NativeWriter_abortWrite<'local>(
     _class: JClass<'local>,
     request: JByteArray<'local>,
 ) {
-    env.with_env(|env| -> Result<(), Failure> { writing::abort(&lines(env, &request)?) })
-        .resolve::<ThrowLooseleafException>()
+    env.with_env(|env| -> Result<(), Failure> {
+        let lines = lines(env, &request)?;
+        writing::abort(&mut JvmThread::new(env), &lines)
+    })
+    .resolve::<ThrowLooseleafException>()
 }
 
 /// Opens the files of one task attempt: `request` is `directory`, `mode`, `id`, partition
@@ -69,7 +75,7 @@ pub extern "system" fn Java_io_looseleaf_spark_NativeWriter_openWriter<'local>(
     request: JByteArray<'local>,
 ) -> jlong {
     env.with_env(|env| -> Result<jlong, Failure> {
-        Ok(handles::into_handle(TaskWriter::open(&lines(env, &request)?)?))
+        Ok(registry().insert(Mutex::new(TaskWriter::open(&lines(env, &request)?)?)))
     })
     .resolve::<ThrowLooseleafException>()
 }
@@ -84,8 +90,7 @@ pub extern "system" fn Java_io_looseleaf_spark_NativeWriter_write<'local>(
 ) {
     env.with_env(|env| -> Result<(), Failure> {
         let bytes = env.convert_byte_array(&bytes)?;
-        // SAFETY: a live handle from `openWriter`, used by one thread (module docs).
-        unsafe { handles::borrow_mut::<TaskWriter>(writer)? }.write(bytes)
+        registry().lock::<TaskWriter, _>(writer, |w| w.write(&mut JvmThread::new(env), bytes))?
     })
     .resolve::<ThrowLooseleafException>()
 }
@@ -100,8 +105,8 @@ pub extern "system" fn Java_io_looseleaf_spark_NativeWriter_finishWriter<'local>
     writer: jlong,
 ) -> JByteArray<'local> {
     env.with_env(|env| -> Result<JByteArray<'local>, Failure> {
-        // SAFETY: a handle from `openWriter`, not used again (module docs).
-        let files = unsafe { handles::from_handle::<TaskWriter>(writer)? }.finish()?;
+        let writer = registry().remove::<Mutex<TaskWriter>>(writer)?;
+        let files = lock(&writer).finish(&mut JvmThread::new(env))?;
         let lines: Vec<String> = files.iter().map(|f| format!("{}\t{}\t{}", f.name, f.num_rows, f.num_bytes)).collect();
         let text = lines.join("\n");
         Ok(env.byte_array_from_slice(text.as_bytes())?)
@@ -116,9 +121,14 @@ pub extern "system" fn Java_io_looseleaf_spark_NativeWriter_abortWriter<'local>(
     _class: JClass<'local>,
     writer: jlong,
 ) {
-    env.with_env(|_| -> Result<(), Failure> {
-        // SAFETY: a handle from `openWriter`, not used again (module docs).
-        unsafe { handles::from_handle::<TaskWriter>(writer)? }.abort()
+    env.with_env(|env| -> Result<(), Failure> {
+        let writer = registry().remove::<Mutex<TaskWriter>>(writer)?;
+        lock(&writer).abort(&mut JvmThread::new(env))
     })
     .resolve::<ThrowLooseleafException>()
+}
+
+/// The task writer of a removed handle (no other thread can reach it any more).
+fn lock(writer: &Mutex<TaskWriter>) -> std::sync::MutexGuard<'_, TaskWriter> {
+    writer.lock().unwrap_or_else(|p| p.into_inner())
 }

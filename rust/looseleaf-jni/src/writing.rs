@@ -12,8 +12,9 @@ use arrow_schema::{Schema, SchemaRef};
 use looseleaf::dataset::{CommitMode, TaskFile, WriteJob};
 use looseleaf::{ByteCount, Location, WriterOptions};
 
-use crate::handles::{runtime, storage_options};
+use crate::jvm::JvmThread;
 use crate::policy::Failure;
+use crate::reading::storage_options;
 
 fn mode(name: &str) -> Result<CommitMode, Failure> {
     match name {
@@ -54,7 +55,7 @@ fn partition_by(line: &str) -> Vec<String> {
 /// Begins a job (`[directory, mode, page size, compression, partition columns, storage
 /// options…]`) writing `schema`; returns its id. The page size, compression and partition
 /// columns are checked here, before any task runs.
-pub fn begin(lines: &[String], schema: &Schema) -> Result<String, Failure> {
+pub fn begin(jvm: &mut JvmThread<'_, '_>, lines: &[String], schema: &Schema) -> Result<String, Failure> {
     let [directory, mode_name, page_size, compression, partitions, options @ ..] = lines else {
         return Err(Failure::new(
             "beginWrite: expected a directory, a mode, a page size, a compression and partition columns",
@@ -63,7 +64,7 @@ pub fn begin(lines: &[String], schema: &Schema) -> Result<String, Failure> {
     writer_options(page_size, compression)?;
     let (directory, options) = (Location::parse(directory)?, storage_options(options)?);
     let partition_by = partition_by(partitions);
-    let job = runtime()?.block_on(WriteJob::begin(&directory, &options, schema, mode(mode_name)?, &partition_by))?;
+    let job = jvm.wait(WriteJob::begin(&directory, &options, schema, mode(mode_name)?, &partition_by))??;
     Ok(job.id().to_owned())
 }
 
@@ -81,15 +82,20 @@ fn job(lines: &[String], header: usize) -> Result<(WriteJob, &[String]), Failure
 }
 
 /// Commits the job of `lines` with its tasks' `files` and the dataset's `schema`.
-pub fn commit(lines: &[String], files: &[String], schema: &SchemaRef) -> Result<(), Failure> {
+pub fn commit(
+    jvm: &mut JvmThread<'_, '_>,
+    lines: &[String],
+    files: &[String],
+    schema: &SchemaRef,
+) -> Result<(), Failure> {
     let (job, _) = job(lines, 0)?;
-    Ok(runtime()?.block_on(job.commit(files, schema))?)
+    Ok(jvm.wait(job.commit(files, schema))??)
 }
 
 /// Aborts the job of `lines`.
-pub fn abort(lines: &[String]) -> Result<(), Failure> {
+pub fn abort(jvm: &mut JvmThread<'_, '_>, lines: &[String]) -> Result<(), Failure> {
     let (job, _) = job(lines, 0)?;
-    Ok(runtime()?.block_on(job.abort())?)
+    Ok(jvm.wait(job.abort())??)
 }
 
 /// The files one task attempt writes (`looseleaf::dataset::TaskWriter`: one, or one per
@@ -126,7 +132,7 @@ impl TaskWriter {
     }
 
     /// Writes the batches of the next piece of the IPC stream.
-    pub fn write(&mut self, bytes: Vec<u8>) -> Result<(), Failure> {
+    pub fn write(&mut self, jvm: &mut JvmThread<'_, '_>, bytes: Vec<u8>) -> Result<(), Failure> {
         let mut buffer = Buffer::from(bytes);
         while !buffer.is_empty() {
             let Some(batch) = self.decoder.decode(&mut buffer).map_err(|e| self.fail(e.to_string()))? else {
@@ -135,14 +141,13 @@ impl TaskWriter {
             if batch.num_rows() == 0 {
                 continue;
             }
-            let runtime = runtime()?;
             if self.writer.is_none() {
                 let writer =
                     self.job.task_writer(self.partition, self.attempt, batch.schema(), self.writer_options.clone())?;
                 self.writer = Some(writer);
             }
             if let Some(writer) = self.writer.as_mut() {
-                runtime.block_on(writer.write(&batch))?;
+                jvm.wait(writer.write(&batch))??;
             }
         }
         Ok(())
@@ -154,18 +159,18 @@ impl TaskWriter {
 
     /// Finishes the files and asks the job whether it still wants them (see
     /// `WriteJob::keep_task_file`): the files to commit.
-    pub fn finish(mut self) -> Result<Vec<TaskFile>, Failure> {
+    pub fn finish(&mut self, jvm: &mut JvmThread<'_, '_>) -> Result<Vec<TaskFile>, Failure> {
         self.decoder.finish().map_err(|e| self.fail(e.to_string()))?;
         let Some(writer) = self.writer.take() else {
             return Ok(Vec::new());
         };
-        Ok(runtime()?.block_on(writer.finish())?)
+        Ok(jvm.wait(writer.finish())??)
     }
 
     /// Abandons the files: nothing is left of them.
-    pub fn abort(mut self) -> Result<(), Failure> {
+    pub fn abort(&mut self, jvm: &mut JvmThread<'_, '_>) -> Result<(), Failure> {
         if let Some(writer) = self.writer.take() {
-            runtime()?.block_on(writer.abort())?;
+            jvm.wait(writer.abort())??;
         }
         Ok(())
     }

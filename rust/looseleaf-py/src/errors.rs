@@ -1,7 +1,6 @@
 //! Mapping core errors onto the Python exception classes of `looseleaf.exceptions`.
 
-use looseleaf::Error;
-use looseleaf::storage::{StoreError, StoreErrorKind};
+use looseleaf::{Error, ErrorKind};
 use pyo3::prelude::*;
 use pyo3::sync::PyOnceLock;
 use pyo3::types::PyType;
@@ -13,36 +12,17 @@ fn exception_class<'py>(py: Python<'py>, name: &str) -> PyResult<Bound<'py, PyTy
     Ok(module.bind(py).getattr(name)?.cast_into::<PyType>()?)
 }
 
-/// Whether an I/O error means the file does not exist.
-fn is_not_found(source: &(dyn std::error::Error + 'static)) -> bool {
-    if let Some(e) = source.downcast_ref::<std::io::Error>() {
-        return e.kind() == std::io::ErrorKind::NotFound;
-    }
-    if let Some(e) = source.downcast_ref::<object_store::Error>() {
-        return matches!(e, object_store::Error::NotFound { .. });
-    }
-    source.downcast_ref::<StoreError>().is_some_and(|e| e.kind() == StoreErrorKind::NotFound)
-}
-
-/// Whether an I/O error means access was denied.
-fn is_denied(source: &(dyn std::error::Error + 'static)) -> bool {
-    if let Some(e) = source.downcast_ref::<std::io::Error>() {
-        return e.kind() == std::io::ErrorKind::PermissionDenied;
-    }
-    source.downcast_ref::<StoreError>().is_some_and(|e| e.kind() == StoreErrorKind::PermissionDenied)
-}
-
 /// Converts a core error into the matching Python exception.
 pub fn to_py_err(error: Error) -> PyErr {
     Python::attach(|py| {
-        let name = match &error {
-            Error::Io { source, .. } if is_not_found(source.as_ref()) => "NotFoundError",
-            Error::Io { source, .. } if is_denied(source.as_ref()) => "PermissionDeniedError",
-            Error::Io { .. } => "LooseleafIOError",
-            Error::Corrupt { .. } => "CorruptFileError",
-            Error::Unsupported { .. } => "UnsupportedError",
-            Error::InvalidArgument { .. } => "InvalidArgumentError",
-            Error::Schema(_) => "SchemaMismatchError",
+        let name = match error.kind() {
+            ErrorKind::NotFound => "NotFoundError",
+            ErrorKind::PermissionDenied => "PermissionDeniedError",
+            ErrorKind::Io => "LooseleafIOError",
+            ErrorKind::Corrupt => "CorruptFileError",
+            ErrorKind::Unsupported => "UnsupportedError",
+            ErrorKind::InvalidArgument => "InvalidArgumentError",
+            ErrorKind::Schema => "SchemaMismatchError",
             _ => "LooseleafError",
         };
         let message = error.to_string();

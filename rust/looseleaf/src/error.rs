@@ -30,6 +30,8 @@ pub enum Error {
     Io {
         /// The file or object the failed operation was about.
         location: String,
+        /// What kind of storage failure it was.
+        kind: IoErrorKind,
         /// The storage error.
         source: SourceError,
     },
@@ -74,10 +76,71 @@ pub enum Error {
     Internal(String),
 }
 
+/// What kind of storage failure an [`Error::Io`] is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum IoErrorKind {
+    /// The file, object or bucket does not exist.
+    NotFound,
+    /// Access was denied (missing or wrong credentials, file permissions).
+    PermissionDenied,
+    /// Anything else: a network failure, a store's error, a disk's.
+    Other,
+}
+
+/// What kind of failure an [`Error`] is, for front ends that tell callers apart by class (a
+/// Python exception class, a Java exception class): one classification for all of them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum ErrorKind {
+    /// A file or object that does not exist.
+    NotFound,
+    /// Access denied.
+    PermissionDenied,
+    /// Another storage failure.
+    Io,
+    /// A damaged, truncated or unfinished file.
+    Corrupt,
+    /// A feature this build does not support.
+    Unsupported,
+    /// A bad argument.
+    InvalidArgument,
+    /// Data that does not match the writer's schema.
+    Schema,
+    /// A bug.
+    Internal,
+}
+
 impl Error {
-    /// An I/O error about `location`.
+    /// An I/O error about `location`; its kind is found from `source` (an `std::io::Error` or an
+    /// `object_store::Error` that says the file is missing or access denied).
     pub fn io(location: impl Into<String>, source: impl std::error::Error + Send + Sync + 'static) -> Self {
-        Self::Io { location: location.into(), source: Arc::new(source) }
+        let kind = io_kind(&source);
+        Self::Io { location: location.into(), kind, source: Arc::new(source) }
+    }
+
+    /// An I/O error about `location` whose kind the caller knows (a store's classified error).
+    pub fn io_of_kind(
+        location: impl Into<String>,
+        kind: IoErrorKind,
+        source: impl std::error::Error + Send + Sync + 'static,
+    ) -> Self {
+        Self::Io { location: location.into(), kind, source: Arc::new(source) }
+    }
+
+    /// What kind of failure this is.
+    pub fn kind(&self) -> ErrorKind {
+        match self {
+            Self::Io { kind: IoErrorKind::NotFound, .. } => ErrorKind::NotFound,
+            Self::Io { kind: IoErrorKind::PermissionDenied, .. } => ErrorKind::PermissionDenied,
+            Self::Io { .. } => ErrorKind::Io,
+            Self::Corrupt { .. } => ErrorKind::Corrupt,
+            Self::Unsupported { .. } => ErrorKind::Unsupported,
+            Self::InvalidArgument { .. } => ErrorKind::InvalidArgument,
+            Self::Schema(_) => ErrorKind::Schema,
+            // An Arrow error no reader placed in a file (see `with_location`): not a file's fault.
+            Self::Internal(_) | Self::Arrow(_) => ErrorKind::Internal,
+        }
     }
 
     /// A corrupt-file error whose file is not known yet.
@@ -141,7 +204,7 @@ impl Error {
 impl fmt::Display for Error {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            Self::Io { location, source } => write!(f, "I/O error on {location}: {source}"),
+            Self::Io { location, source, .. } => write!(f, "I/O error on {location}: {source}"),
             Self::Corrupt { location, offset, message, source } => {
                 f.write_str("corrupt file")?;
                 if let Some(location) = location {
@@ -178,6 +241,25 @@ impl std::error::Error for Error {
             Self::Arrow(e) => Some(e.as_ref()),
             _ => None,
         }
+    }
+}
+
+/// The kind of a storage error from its type: a local file's (`std::io::Error`) or a store's
+/// (`object_store::Error`).
+fn io_kind(source: &(dyn std::error::Error + 'static)) -> IoErrorKind {
+    if let Some(e) = source.downcast_ref::<std::io::Error>() {
+        return match e.kind() {
+            std::io::ErrorKind::NotFound => IoErrorKind::NotFound,
+            std::io::ErrorKind::PermissionDenied => IoErrorKind::PermissionDenied,
+            _ => IoErrorKind::Other,
+        };
+    }
+    match source.downcast_ref::<object_store::Error>() {
+        Some(object_store::Error::NotFound { .. }) => IoErrorKind::NotFound,
+        Some(object_store::Error::PermissionDenied { .. } | object_store::Error::Unauthenticated { .. }) => {
+            IoErrorKind::PermissionDenied
+        }
+        _ => IoErrorKind::Other,
     }
 }
 
@@ -238,7 +320,19 @@ mod tests {
         let source = std::error::Error::source(&e).map(|s| s.to_string());
         assert_eq!(source.as_deref(), Some("Invalid argument error: nulls in a non-nullable"));
 
+        let missing = Error::io("e.leaf", std::io::Error::from(std::io::ErrorKind::NotFound));
+        assert_eq!(missing.kind(), ErrorKind::NotFound);
+        let denied = Error::io("e.leaf", std::io::Error::from(std::io::ErrorKind::PermissionDenied));
+        assert_eq!(denied.kind(), ErrorKind::PermissionDenied);
+        assert_eq!(Error::io("e.leaf", std::io::Error::other("disk")).kind(), ErrorKind::Io);
+        assert_eq!(arrow_error_kind(), ErrorKind::Internal);
+
         let e = Error::invalid_argument("batch_size must be at least 1, got 0").with_location("d.leaf");
         assert_eq!(e.to_string(), "invalid argument: d.leaf: batch_size must be at least 1, got 0");
+        assert_eq!(e.kind(), ErrorKind::InvalidArgument);
+    }
+
+    fn arrow_error_kind() -> ErrorKind {
+        Error::from(arrow_schema::ArrowError::ComputeError("x".into())).kind()
     }
 }

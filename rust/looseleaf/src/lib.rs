@@ -83,7 +83,7 @@ mod writer;
 
 pub use encodings::policy::{ColumnPolicies, EncodingKind, EncodingPolicy};
 pub use encodings::statistics::StatValue;
-pub use error::{Error, Result, SourceError};
+pub use error::{Error, ErrorKind, IoErrorKind, Result, SourceError};
 pub use format::proto::Compression;
 pub use io::{IoBudget, IoOptions, IoPlan, IoStats};
 pub use options::{

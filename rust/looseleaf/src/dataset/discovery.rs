@@ -72,7 +72,7 @@ pub(crate) async fn find_files(
         }
     };
     if files.is_empty() && schema_file.is_none() {
-        return Err(Error::invalid_argument(format!("{text}: no looseleaf files there")));
+        return Err(super::no_files(&location));
     }
     Ok((files.into_iter().map(relative_to_base).collect(), schema_file))
 }

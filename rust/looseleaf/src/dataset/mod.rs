@@ -46,7 +46,8 @@ pub struct DatasetFiles {
 /// (or prefix) there (see [`directory_files`]).
 ///
 /// # Errors
-/// [`Error::InvalidArgument`] naming `location` if it names no data file and no schema;
+/// [`Error::Io`] (not found) naming `location` if nothing is there, [`Error::InvalidArgument`] if
+/// it names no data file and no schema;
 /// [`Error::Io`] if the store fails; [`Error::Corrupt`] for a commit that does not parse.
 pub async fn resolve(location: &Location, options: &StorageOptions) -> Result<DatasetFiles> {
     let text = location.to_string();
@@ -61,9 +62,23 @@ pub async fn resolve(location: &Location, options: &StorageOptions) -> Result<Da
         DatasetFiles { files: directory_files(location, options, false).await?, schema_file }
     };
     if found.files.is_empty() && found.schema_file.is_none() {
-        return Err(Error::invalid_argument(format!("{text}: no looseleaf files there")));
+        return Err(no_files(location));
     }
     Ok(found)
+}
+
+/// The error of a location that shows no data file and no schema: not found if nothing is there
+/// at all (a local path that does not exist: what `pyarrow.dataset` and Spark say too), else an
+/// invalid argument (a directory or prefix without looseleaf files).
+pub(crate) fn no_files(location: &Location) -> Error {
+    if let Some(path) = location.local_path()
+        && !path.exists()
+    {
+        let missing =
+            std::io::Error::new(std::io::ErrorKind::NotFound, "no such file or directory: no looseleaf files there");
+        return Error::io(location.to_string(), missing);
+    }
+    Error::invalid_argument(format!("{location}: no looseleaf files there"))
 }
 
 /// Whether readers skip a file or directory of this name.

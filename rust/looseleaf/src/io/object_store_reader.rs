@@ -120,7 +120,7 @@ impl ObjectStoreReader {
                 self.state.throttled.fetch_add(1, Ordering::Relaxed);
             }
             if !error.is_retryable() || retries >= MAX_RETRIES {
-                return Err(Error::io(self.location.clone(), error));
+                return Err(error.at(self.location.clone()));
             }
             retries += 1;
             self.state.retries.fetch_add(1, Ordering::Relaxed);

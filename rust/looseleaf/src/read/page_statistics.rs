@@ -8,7 +8,7 @@
 
 use crate::encodings::statistics::StatValue;
 use crate::error::Result;
-use crate::filter::{BoundPredicate, Predicate, prune::candidate_rows};
+use crate::filter::{BoundPredicate, Predicate, ZoneCounts, prune::candidate_rows};
 use crate::read::FileReader;
 use crate::read::summary::describe_columns;
 use crate::selection::RowSelection;
@@ -55,16 +55,17 @@ impl FileReader {
 
     /// The rows whose zones (zone maps, or pages in files without them) `filter` does not
     /// rule out by their statistics: a selection to read, and to filter again (the rows may
-    /// hold no match). Reads the filter's columns' metadata and zone maps, no data.
+    /// hold no match), with how many zones were looked at and ruled out. Reads the filter's
+    /// columns' metadata and zone maps, no data.
     ///
     /// # Errors
     /// [`crate::Error::InvalidArgument`] if the filter does not bind to the file's schema;
     /// [`crate::Error::Io`] or [`crate::Error::Corrupt`] if the columns' metadata or zone maps
     /// cannot be read.
-    pub async fn rows_matching_statistics(&self, filter: &Predicate) -> Result<RowSelection> {
+    pub async fn rows_matching_statistics(&self, filter: &Predicate) -> Result<(RowSelection, ZoneCounts)> {
         let bound =
             BoundPredicate::bind(filter, self.schema().fields()).map_err(|e| e.with_location(self.location()))?;
         let zones = self.column_zones(&bound.fields()).await?;
-        Ok(candidate_rows(&bound, &zones, &RowSelection::all(self.num_rows())).0)
+        Ok(candidate_rows(&bound, &zones, &RowSelection::all(self.num_rows())))
     }
 }

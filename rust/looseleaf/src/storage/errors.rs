@@ -5,6 +5,8 @@ use std::fmt;
 
 use object_store::client::{HttpError, HttpErrorKind};
 
+use crate::error::{Error, IoErrorKind};
+
 /// The longest message kept of a store's error.
 const MAX_MESSAGE: usize = 500;
 
@@ -71,6 +73,16 @@ impl StoreError {
     /// The HTTP status of the store's answer, if there was one.
     pub fn status(&self) -> Option<u16> {
         self.status
+    }
+
+    /// This failure as the crate's error about `location`, its kind kept.
+    pub(crate) fn at(self, location: impl Into<String>) -> Error {
+        let kind = match self.kind {
+            StoreErrorKind::NotFound => IoErrorKind::NotFound,
+            StoreErrorKind::PermissionDenied => IoErrorKind::PermissionDenied,
+            _ => IoErrorKind::Other,
+        };
+        Error::io_of_kind(location, kind, self)
     }
 
     /// Whether trying again may succeed.

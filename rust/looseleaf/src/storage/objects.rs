@@ -56,7 +56,7 @@ impl Location {
     pub async fn list(&self, options: &StorageOptions, recursive: bool) -> Result<Vec<ObjectInfo>> {
         let (store, prefix) = self.object_store(options, StorePurpose::Read)?;
         let secrets = options.secrets();
-        let io = |e: object_store::Error| Error::io(self.to_string(), StoreError::new(&e, &secrets));
+        let io = |e: object_store::Error| StoreError::new(&e, &secrets).at(self.to_string());
         let metas = if recursive {
             store.list(Some(&prefix)).try_collect::<Vec<_>>().await.map_err(io)?
         } else {
@@ -87,7 +87,7 @@ impl Location {
                 let error = StoreError::new(&e, &options.secrets());
                 match error.kind() {
                     StoreErrorKind::NotFound => Ok(false),
-                    _ => Err(Error::io(self.to_string(), error)),
+                    _ => Err(error.at(self.to_string())),
                 }
             }
         }
@@ -100,7 +100,7 @@ impl Location {
     pub async fn read_all(&self, options: &StorageOptions) -> Result<Bytes> {
         let (store, path) = self.object_store(options, StorePurpose::Write)?;
         let secrets = options.secrets();
-        let io = |e: object_store::Error| Error::io(self.to_string(), StoreError::new(&e, &secrets));
+        let io = |e: object_store::Error| StoreError::new(&e, &secrets).at(self.to_string());
         store.get(&path).await.map_err(io)?.bytes().await.map_err(io)
     }
 
@@ -115,7 +115,7 @@ impl Location {
         store
             .put(&path, PutPayload::from(bytes))
             .await
-            .map_err(|e| Error::io(self.to_string(), StoreError::new(&e, &options.secrets())))?;
+            .map_err(|e| StoreError::new(&e, &options.secrets()).at(self.to_string()))?;
         Ok(())
     }
 
@@ -131,7 +131,7 @@ impl Location {
                 let error = StoreError::new(&e, &options.secrets());
                 match error.kind() {
                     StoreErrorKind::NotFound => Ok(()),
-                    _ => Err(Error::io(self.to_string(), error)),
+                    _ => Err(error.at(self.to_string())),
                 }
             }
         }

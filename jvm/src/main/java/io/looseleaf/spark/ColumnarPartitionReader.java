@@ -111,18 +111,21 @@ final class ColumnarPartitionReader implements PartitionReader<ColumnarBatch> {
     if (handle == 0) {
       return false;
     }
-    ArrowBuf body;
     RecordBatch header;
+    long address;
+    long length;
     try {
       byte[] headerBytes = NativeReader.batchHeader(handle);
-      long address = NativeReader.batchBodyAddress(handle);
-      long length = NativeReader.batchBodyLength(handle);
+      address = NativeReader.batchBodyAddress(handle);
+      length = NativeReader.batchBodyLength(handle);
       header = (RecordBatch) Message.getRootAsMessage(ByteBuffer.wrap(headerBytes)).header(new RecordBatch());
-      body = allocator.wrapForeignAllocation(new NativeBody(handle, address, length));
     } catch (RuntimeException e) {
       NativeReader.freeBatch(handle);
       throw e;
     }
+    // From here the allocation owns the batch: if wrapping fails, Arrow releases it (and so
+    // frees the batch) before throwing, so it must not be freed again here.
+    ArrowBuf body = allocator.wrapForeignAllocation(new NativeBody(handle, address, length));
     // deserializeRecordBatch takes over the reader's reference to the body (it releases it once
     // the batch's buffers hold theirs).
     try (ArrowRecordBatch arrow = MessageSerializer.deserializeRecordBatch(header, body)) {

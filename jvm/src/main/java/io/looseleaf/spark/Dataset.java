@@ -133,9 +133,10 @@ final class Dataset implements Serializable {
     String checked;
     try {
       checked = new String(NativeReader.readOptions(request), java.nio.charset.StandardCharsets.UTF_8);
-    } catch (LooseleafException e) {
-      throw new LooseleafException(
-          e.getMessage() + "; the connector's own options are path, maxPartitionBytes and storage.<key>", e);
+    } catch (LooseleafInvalidArgumentException e) {
+      throw new LooseleafInvalidArgumentException(
+          e.getMessage() + "; the connector's own options are path, maxPartitionBytes and storage.<key>",
+          e.location());
     }
     return checked.isEmpty() ? List.of() : List.of(checked.split("\n"));
   }

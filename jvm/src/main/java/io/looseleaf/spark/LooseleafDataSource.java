@@ -34,6 +34,12 @@ public final class LooseleafDataSource implements TableProvider, DataSourceRegis
     return NativeReader.liveBatchBytes();
   }
 
+  /** Native objects behind live handles (files, scans, batches, writers), in this process. */
+  public static long liveNativeHandles() {
+    NativeReader.load();
+    return NativeReader.liveHandles();
+  }
+
   /** The dataset {@link #inferSchema} resolved, for the {@link #getTable} call that follows. */
   private Dataset inferred;
 

@@ -1,46 +1,23 @@
 package io.looseleaf.spark;
 
-import org.apache.spark.SparkEnv;
-
 /**
  * The native methods of {@code rust/looseleaf-jni}. Handles are owned by the wrappers
  * ({@link LooseleafFile}, {@link ColumnarPartitionReader}), which destroy each exactly once.
- * Every method throws {@link LooseleafException} on failure (never crashes the JVM: the native
- * side catches its panics).
+ * Every method throws a {@link LooseleafException} of the failure's kind on failure, naming the
+ * file (never crashes the JVM: the native side catches its panics and checks every handle, so a
+ * stale or wrong handle is an exception too), and a {@link LooseleafInterruptedException} when
+ * its Spark task is killed while it waits.
  *
  * <p>Requests are UTF-8 text, one item per line: {@code open} takes the location then {@code
  * key=value} storage options; column lists are one column (a dotted path) per line, {@code null}
  * meaning every column.
  */
 final class NativeReader {
-  /** System property, environment variable or Spark setting naming the native library. */
-  static final String LIBRARY_PROPERTY = "looseleaf.native.library";
-
-  static final String LIBRARY_ENV = "LOOSELEAF_NATIVE_LIBRARY";
-  static final String LIBRARY_CONF = "spark.looseleaf.nativeLibrary";
-
   private NativeReader() {}
 
-  private static volatile boolean loaded;
-
-  /** Loads the native library once per JVM, from the first place that names it. */
-  static synchronized void load() {
-    if (loaded) {
-      return;
-    }
-    String path = System.getProperty(LIBRARY_PROPERTY);
-    if (path == null) {
-      path = System.getenv(LIBRARY_ENV);
-    }
-    if (path == null && SparkEnv.get() != null) {
-      path = SparkEnv.get().conf().get(LIBRARY_CONF, null);
-    }
-    if (path != null) {
-      System.load(path);
-    } else {
-      System.loadLibrary("looseleaf_jni");
-    }
-    loaded = true;
+  /** Loads the native library once per JVM (see {@link NativeLibrary}). */
+  static void load() {
+    NativeLibrary.load();
   }
 
   static native long open(byte[] request);
@@ -102,4 +79,7 @@ final class NativeReader {
   static native void freeBatch(long batch);
 
   static native long liveBatchBytes();
+
+  /** Native objects behind live handles in this JVM (files, scans, batches, writers). */
+  static native long liveHandles();
 }

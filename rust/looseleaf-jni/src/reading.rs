@@ -1,19 +1,24 @@
-//! The Rust objects behind the JVM's `long` handles: an open file, a running scan, an encoded
-//! batch; and the one tokio runtime they run on.
+//! The read side: the Rust objects behind the JVM's reader handles (an open file, a running
+//! scan, an encoded batch) and the dataset listing the driver plans from.
+//!
+//! Reads of the connector never map files into memory unless the storage options ask for it
+//! (`storage.memory_map=true`): a file truncated by another process would end an executor's JVM
+//! with `SIGBUS`, where a copying read fails with an error naming the file.
 
 use std::ops::Range;
-use std::sync::OnceLock;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 use arrow_array::RecordBatch;
 use arrow_ipc::writer::{DictionaryTracker, IpcDataGenerator, IpcWriteContext, IpcWriteOptions};
 use arrow_schema::SchemaRef;
 use futures::StreamExt;
-use looseleaf::filter::Predicate;
+use looseleaf::filter::{Predicate, ZoneCounts};
 use looseleaf::{
-    ColumnBounds, FileReader, Location, ReadOptions, RecordBatchStream, RowSelection, StorageOptions, spark_form,
+    ColumnBounds, FileReader, Location, ReadOptions, ReadStats, RecordBatchStream, RowSelection, StorageOptions,
+    spark_form,
 };
 
+use crate::jvm::JvmThread;
 use crate::policy::Failure;
 
 /// Bytes of [`Batch`] bodies alive in this process.
@@ -22,61 +27,6 @@ static LIVE_BATCH_BYTES: AtomicUsize = AtomicUsize::new(0);
 /// Bytes of batch bodies allocated and not yet freed.
 pub fn live_batch_bytes() -> usize {
     LIVE_BATCH_BYTES.load(Ordering::Relaxed)
-}
-
-/// The process's runtime, shared by every reader: Spark runs a task per core, each blocking its
-/// own JVM thread on it while the runtime's workers do the I/O and decoding.
-pub(crate) fn runtime() -> Result<&'static tokio::runtime::Runtime, Failure> {
-    static RUNTIME: OnceLock<Result<tokio::runtime::Runtime, String>> = OnceLock::new();
-    RUNTIME
-        .get_or_init(|| {
-            tokio::runtime::Builder::new_multi_thread()
-                .enable_all()
-                .thread_name("looseleaf")
-                .build()
-                .map_err(|e| e.to_string())
-        })
-        .as_ref()
-        .map_err(|e| Failure::new(format!("cannot start the I/O runtime: {e}")))
-}
-
-/// Moves `value` to the heap and returns its address as a handle.
-pub fn into_handle<T>(value: T) -> i64 {
-    Box::into_raw(Box::new(value)) as i64
-}
-
-fn pointer<T>(handle: i64) -> Result<*mut T, Failure> {
-    if handle == 0 {
-        return Err(Failure::new(format!("a null {} handle", std::any::type_name::<T>())));
-    }
-    Ok(handle as *mut T)
-}
-
-/// Takes back the value behind `handle`.
-///
-/// # Safety
-/// `handle` came from [`into_handle`] with the same `T` and is not used again.
-pub unsafe fn from_handle<T>(handle: i64) -> Result<Box<T>, Failure> {
-    // SAFETY: the caller's contract.
-    Ok(unsafe { Box::from_raw(pointer::<T>(handle)?) })
-}
-
-/// Borrows the value behind `handle`.
-///
-/// # Safety
-/// `handle` came from [`into_handle`] with the same `T` and is still live.
-pub unsafe fn borrow<'a, T>(handle: i64) -> Result<&'a T, Failure> {
-    // SAFETY: the caller's contract.
-    Ok(unsafe { &*pointer::<T>(handle)? })
-}
-
-/// Borrows the value behind `handle` mutably.
-///
-/// # Safety
-/// As [`borrow`], and no other borrow of it is alive (one Java thread uses it at a time).
-pub unsafe fn borrow_mut<'a, T>(handle: i64) -> Result<&'a mut T, Failure> {
-    // SAFETY: the caller's contract.
-    Ok(unsafe { &mut *pointer::<T>(handle)? })
 }
 
 /// `schema` as an IPC schema message.
@@ -92,7 +42,20 @@ fn schema_message(schema: &SchemaRef) -> Vec<u8> {
 
 /// Storage options from `key=value` lines.
 pub(crate) fn storage_options(lines: &[String]) -> Result<StorageOptions, Failure> {
-    lines.iter().map(|line| line.split_once('=').ok_or_else(|| Failure::new("a storage option without '='"))).collect()
+    lines
+        .iter()
+        .map(|line| line.split_once('=').ok_or_else(|| Failure::invalid("a storage option without '='")))
+        .collect()
+}
+
+/// Storage options of a read of `location`: `lines`, with local files read by copies unless
+/// they say otherwise (see the module documentation).
+fn read_storage_options(location: &Location, lines: &[String]) -> Result<StorageOptions, Failure> {
+    let mut options = storage_options(lines)?;
+    if matches!(location, Location::Local(_)) && !options.iter().any(|(key, _)| key == "memory_map") {
+        options.insert("memory_map", "false");
+    }
+    Ok(options)
 }
 
 /// Schema metadata key of the dataset's schema file in [`dataset`]'s stream.
@@ -102,16 +65,15 @@ const SCHEMA_FILE_KEY: &str = "looseleaf.schema_file";
 /// columns of `key=value/` directories), as an Arrow IPC stream of one batch: a `file` column
 /// (its data files, in order) then the partition columns (each file's values), the schema
 /// file (if any other than the first data file) in the schema's metadata.
-pub fn dataset(location: &str, options: &[String]) -> Result<Vec<u8>, Failure> {
+pub fn dataset(jvm: &mut JvmThread<'_, '_>, location: &str, options: &[String]) -> Result<Vec<u8>, Failure> {
     use looseleaf::dataset::{Dataset, DatasetOptions, DatasetSource};
-    let storage = storage_options(options)?;
-    let runtime = runtime()?;
     let parsed = Location::parse(location)?;
+    let storage = read_storage_options(&parsed, options)?;
     // Only a directory has a schema file (a glob or a file does not resolve as one).
-    let schema_file = runtime.block_on(looseleaf::dataset::resolve(&parsed, &storage)).ok().and_then(|d| d.schema_file);
+    let schema_file = jvm.wait(looseleaf::dataset::resolve(&parsed, &storage))?.ok().and_then(|d| d.schema_file);
     let opening =
         Dataset::open(DatasetSource::Uri(location.to_owned()), DatasetOptions { storage, ..DatasetOptions::default() });
-    let dataset = runtime.block_on(opening)?;
+    let dataset = jvm.wait(opening)??;
     let partitions = dataset.file_partitions()?;
     let files: Vec<&str> = dataset.files().iter().map(|f| f.reader.location()).collect();
     let mut fields = vec![std::sync::Arc::new(arrow_schema::Field::new("file", arrow_schema::DataType::Utf8, false))];
@@ -160,7 +122,9 @@ pub fn kept_files(partitions: &[u8], filter: &str) -> Result<Vec<i64>, Failure> 
 pub fn read_options(lines: &[String]) -> Result<ReadOptions, Failure> {
     let pairs = lines
         .iter()
-        .map(|line| line.split_once('=').ok_or_else(|| Failure::new(format!("a read option without '=': {line:?}"))))
+        .map(|line| {
+            line.split_once('=').ok_or_else(|| Failure::invalid(format!("a read option without '=': {line:?}")))
+        })
         .collect::<Result<Vec<_>, _>>()?;
     Ok(ReadOptions::from_text(pairs)?)
 }
@@ -182,10 +146,10 @@ pub struct Reader {
 
 impl Reader {
     /// Opens `location` with `options` (`key=value` lines).
-    pub fn open(location: &str, options: &[String]) -> Result<Self, Failure> {
-        let options = storage_options(options)?;
+    pub fn open(jvm: &mut JvmThread<'_, '_>, location: &str, options: &[String]) -> Result<Self, Failure> {
         let location = Location::parse(location)?;
-        let reader = runtime()?.block_on(FileReader::open_location(&location, &options))?;
+        let options = read_storage_options(&location, options)?;
+        let reader = jvm.wait(FileReader::open_location(&location, &options))??;
         let schema_message = spark_form::schema(reader.schema())
             .map(|schema| schema_message(&schema))
             .map_err(|e| e.with_location(reader.location()).to_string());
@@ -203,30 +167,31 @@ impl Reader {
     }
 
     /// The bounds of a column from its statistics (see `FileReader::column_bounds`).
-    pub fn column_bounds(&self, column: &str) -> Result<Option<ColumnBounds>, Failure> {
-        Ok(runtime()?.block_on(self.reader.column_bounds(column))?)
+    pub fn column_bounds(&self, jvm: &mut JvmThread<'_, '_>, column: &str) -> Result<Option<ColumnBounds>, Failure> {
+        Ok(jvm.wait(self.reader.column_bounds(column))??)
     }
 
     /// The row ranges whose zones `filter` (the core's JSON form) does not rule out (see
     /// `FileReader::rows_matching_statistics`).
-    pub fn matching_rows(&self, filter_json: &str) -> Result<Vec<Range<u64>>, Failure> {
+    pub fn matching_rows(&self, jvm: &mut JvmThread<'_, '_>, filter_json: &str) -> Result<Vec<Range<u64>>, Failure> {
         let Some(filter) = filter(filter_json)? else { return Ok(vec![0..self.reader.num_rows()]) };
-        let selection = runtime()?.block_on(self.reader.rows_matching_statistics(&filter))?;
+        let (selection, _) = jvm.wait(self.reader.rows_matching_statistics(&filter))??;
         Ok(selection.ranges().to_vec())
     }
 
     /// Bytes a read of `columns` fetches.
-    pub fn projected_bytes(&self, columns: Option<Vec<String>>) -> Result<u64, Failure> {
+    pub fn projected_bytes(&self, jvm: &mut JvmThread<'_, '_>, columns: Option<Vec<String>>) -> Result<u64, Failure> {
         let read = match columns {
             Some(columns) => self.reader.read().with_columns(columns),
             None => self.reader.read(),
         };
-        Ok(runtime()?.block_on(read.plan())?.total().bytes)
+        Ok(jvm.wait(read.plan())??.total().bytes)
     }
 
     /// Starts a read of `rows` with `options`, less the zones `filter_json` rules out.
     pub fn scan(
         &self,
+        jvm: &mut JvmThread<'_, '_>,
         columns: Option<Vec<String>>,
         rows: Range<u64>,
         options: ReadOptions,
@@ -234,24 +199,32 @@ impl Reader {
     ) -> Result<Scan, Failure> {
         self.schema_message()?;
         let filter = filter(filter_json)?;
-        let runtime = runtime()?;
         RowSelection::try_range(rows.clone(), self.reader.num_rows())?;
-        let mut selection = RowSelection::range(rows);
-        if let Some(filter) = &filter {
-            selection = selection.intersect(&runtime.block_on(self.reader.rows_matching_statistics(filter))?);
+        let mut selection = RowSelection::range(rows.clone());
+        let mut read = self.reader.read().with_options(options);
+        if let Some(columns) = columns {
+            read = read.with_columns(columns);
         }
-        let read = self.reader.read().with_selection(selection).with_options(options);
-        let read = match columns {
-            Some(columns) => read.with_columns(columns),
-            None => read,
-        };
-        let stream = runtime.block_on(read.stream())?;
+        let mut skipped = Skipped::default();
+        if let Some(filter) = &filter {
+            let (kept, zones) = jvm.wait(self.reader.rows_matching_statistics(filter))??;
+            selection = selection.intersect(&kept);
+            // What the filter spared: its zones ruled out, the range's rows outside the kept
+            // ones, and the requests (a page each, mostly) a read of the whole range would make.
+            let all = jvm.wait(read.clone().with_row_range(rows.clone()).plan())??.total().requests;
+            let kept = jvm.wait(read.clone().with_selection(selection.clone()).plan())??.total().requests;
+            skipped =
+                Skipped { zones, rows: (rows.end - rows.start) - selection.num_rows(), requests: all - kept.min(all) };
+        }
+        let stream = jvm.wait(read.with_selection(selection).stream())??;
         let spark_schema = spark_form::schema(stream.schema()).map_err(|e| e.with_location(self.reader.location()))?;
         Ok(Scan {
+            stats: stream.stats(),
             stream,
             schema_message: schema_message(&spark_schema),
             spark_schema,
             location: self.reader.location().to_owned(),
+            skipped,
             generator: IpcDataGenerator::default(),
             dictionaries: DictionaryTracker::new(false),
             options: IpcWriteOptions::default(),
@@ -260,14 +233,24 @@ impl Reader {
     }
 }
 
+/// What a scan's filter spared it, before it started.
+#[derive(Debug, Clone, Copy, Default)]
+struct Skipped {
+    zones: ZoneCounts,
+    rows: u64,
+    requests: u64,
+}
+
 /// A running read, encoding each batch as an IPC message.
 pub struct Scan {
     stream: RecordBatchStream,
+    stats: ReadStats,
     /// The schema of the batches, as an IPC schema message.
     pub schema_message: Vec<u8>,
     /// The Arrow form Spark reads of the stream's batches.
     spark_schema: SchemaRef,
     location: String,
+    skipped: Skipped,
     generator: IpcDataGenerator,
     dictionaries: DictionaryTracker,
     options: IpcWriteOptions,
@@ -275,14 +258,30 @@ pub struct Scan {
 }
 
 impl Scan {
-    /// The read's I/O counters so far.
-    pub fn io_stats(&self) -> looseleaf::IoStats {
-        self.stream.io_stats()
+    /// The read's counters so far, as the `name=value` lines Java's `ScanMetrics` reads.
+    pub fn metrics(&self) -> String {
+        let io = self.stats.io_stats();
+        let timings = self.stats.timings();
+        [
+            ("bytesRead", io.bytes_read),
+            ("reads", io.reads),
+            ("requests", io.requests),
+            ("retries", io.retries),
+            ("zonesSkipped", self.skipped.zones.skipped),
+            ("rowsSkipped", self.skipped.rows),
+            ("pagesSkipped", self.skipped.requests),
+            ("decodeNanos", timings.decoding.as_nanos() as u64),
+            ("ioWaitNanos", timings.waiting_for_io.as_nanos() as u64),
+        ]
+        .iter()
+        .map(|(name, value)| format!("{name}={value}"))
+        .collect::<Vec<_>>()
+        .join("\n")
     }
 
     /// The next batch, `None` at the end.
-    pub fn next(&mut self) -> Result<Option<Batch>, Failure> {
-        let Some(batch) = runtime()?.block_on(self.stream.next()).transpose()? else {
+    pub fn next(&mut self, jvm: &mut JvmThread<'_, '_>) -> Result<Option<Batch>, Failure> {
+        let Some(batch) = jvm.wait(self.stream.next())?.transpose()? else {
             return Ok(None);
         };
         let batch = spark_form::batch(&batch, &self.spark_schema).map_err(|e| e.with_location(&self.location))?;
