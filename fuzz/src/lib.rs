@@ -19,13 +19,15 @@
 //! exercises cancellation): a file may legitimately claim more rows than can be read in the
 //! time an input gets.
 //!
-//! [`seeds`] makes the seed corpus: small valid files of every encoding, compression and type.
+//! The input is opened from memory with `looseleaf_testing::MemoryReader`, the in-memory reader
+//! of the core crate's integration tests too. [`seeds`] makes the seed corpus: small valid files
+//! of every encoding, compression and type, drawn with the integration tests' generator
+//! (`looseleaf_testing::generate`).
 
 pub mod alloc;
 pub mod seeds;
 
 use std::num::NonZeroUsize;
-use std::ops::Range;
 use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
@@ -33,11 +35,11 @@ use arrow_array::{Array, ArrayRef, Int64Array, RecordBatch, Scalar};
 use arrow_schema::{DataType, SchemaRef};
 use bytes::Bytes;
 use futures::StreamExt;
-use futures::future::BoxFuture;
 use looseleaf::filter::{CompareOp, Predicate};
 use looseleaf::format::schema::is_variable_width;
 use looseleaf::io::{IoDepth, RangeReader};
 use looseleaf::{ByteCount, Error, FileReader, IoOptions, ReadBuilder, ReadOptions, RowSelection};
+use looseleaf_testing::MemoryReader;
 
 /// The location the input is opened as; every error must name it.
 pub const LOCATION: &str = "memory://fuzz-input.leaf";
@@ -52,46 +54,6 @@ pub const MAX_ROWS: usize = 2_000;
 
 /// Batches a read consumes at most before dropping its stream (reads in batches of one row).
 pub const MAX_BATCHES: usize = 300;
-
-/// A whole file held in memory.
-#[derive(Debug)]
-pub struct MemoryFile {
-    data: Bytes,
-    location: String,
-}
-
-impl MemoryFile {
-    /// `data` as a file named `location`.
-    pub fn new(data: impl Into<Bytes>, location: impl Into<String>) -> Self {
-        Self { data: data.into(), location: location.into() }
-    }
-}
-
-impl RangeReader for MemoryFile {
-    fn location(&self) -> &str {
-        &self.location
-    }
-
-    fn get_range(&self, range: Range<u64>) -> BoxFuture<'_, looseleaf::Result<Bytes>> {
-        Box::pin(async move {
-            let len = self.data.len() as u64;
-            if range.start > range.end || range.end > len {
-                return Err(
-                    Error::corrupt(format!("bytes {range:?} asked of a {len}-byte file")).with_location(&self.location)
-                );
-            }
-            Ok(self.data.slice(range.start as usize..range.end as usize))
-        })
-    }
-
-    fn get_suffix(&self, len: u64) -> BoxFuture<'_, looseleaf::Result<(Bytes, u64)>> {
-        Box::pin(async move {
-            let size = self.data.len();
-            let start = size.saturating_sub(usize::try_from(len).unwrap_or(usize::MAX));
-            Ok((self.data.slice(start..), size as u64))
-        })
-    }
-}
 
 /// The runtime every input is read on (one for the process: starting threads for each input
 /// would cost more than reading it).
@@ -216,7 +178,7 @@ fn tight(buffer: u64) -> ReadOptions {
 
 /// Opens `data` and reads it every way. Returns whether it opened.
 async fn read_all_ways(data: Bytes) -> bool {
-    let reader: Arc<dyn RangeReader> = Arc::new(MemoryFile::new(data, LOCATION));
+    let reader: Arc<dyn RangeReader> = Arc::new(MemoryReader::new(data, LOCATION));
     let Some(file) = checked(FileReader::open(reader).await, "open") else { return false };
     let num_rows = file.num_rows();
     let schema = file.schema().clone();
@@ -244,7 +206,9 @@ async fn read_all_ways(data: Bytes) -> bool {
         .flatten()
         .collect();
     let filter = Predicate::And(parts);
-    if let Some(selection) = checked(file.rows_matching_statistics(&filter).await, "statistics") {
+    if let Some((selection, _)) =
+        checked(file.rows_matching_statistics(&filter, &RowSelection::all(num_rows)).await, "statistics")
+    {
         let rows = selection.num_rows();
         drain(file.read().with_selection(selection), None, rows, "rows matching statistics").await;
     }

@@ -1,26 +1,30 @@
 //! The seed corpus: small valid files (a few KiB each, so that mutations stay effective) made
-//! with the public writer API, covering every encoding (forced per column through
-//! [`WriterOptions::with_encoding_policy`], as `rust/looseleaf/tests/encodings/` does), both
-//! compressions, nested types, dictionary arrays, nulls and an empty file. Pages are small so
+//! with the public writer API from tables drawn by the shared generator
+//! (`looseleaf_testing::generate`, the one the integration tests draw with). They cover every
+//! encoding (forced per column through [`WriterOptions::with_encoding_policy`], as
+//! `rust/looseleaf/tests/encodings/` does, on values of the shapes that encoding is built for),
+//! both compressions, nested types, dictionary arrays, nulls and an empty file. Pages are small so
 //! that most columns have several.
+//!
+//! Each seed draws from a generator of its own, seeded with [`SEED`] and the seed's name, so
+//! that the seeds are the same files on every run (for the `rand` that `fuzz/Cargo.lock` pins;
+//! the fuzzer and the regression test read the same corpus), and changing one seed leaves the
+//! others as they were.
 //!
 //! Nothing here depends on the byte layout of the format: the seeds are whatever the writer
 //! makes of these tables, so they follow the format as it changes.
 
 use std::sync::Arc;
 
-use arrow_array::builder::{
-    BinaryViewBuilder, FixedSizeBinaryBuilder, FixedSizeListBuilder, Float32Builder, Int16Builder, Int32Builder,
-    LargeListBuilder, ListBuilder, MapBuilder, StringBuilder, StringViewBuilder,
-};
 use arrow_array::types::{Int8Type, Int16Type, Int32Type};
-use arrow_array::{
-    Array, ArrayRef, BinaryArray, BooleanArray, Date32Array, Decimal128Array, DictionaryArray, Float16Array,
-    Float64Array, Int8Array, Int32Array, Int64Array, IntervalMonthDayNanoArray, LargeBinaryArray, LargeStringArray,
-    NullArray, RecordBatch, StringArray, StructArray, Time64NanosecondArray, TimestampMicrosecondArray, UInt16Array,
-};
-use arrow_schema::{DataType, Field, Fields, Schema};
+use arrow_array::{ArrayRef, RecordBatch, new_null_array};
+use arrow_schema::{DataType, Field, Fields, IntervalUnit, Schema, TimeUnit};
 use looseleaf::{Compression, EncodingKind, EncodingPolicy, FileWriter, WriterOptions};
+use looseleaf_testing::generate::{
+    self, BytesShape, ColumnGen, FloatShape, IntShape, StdRng, ValueMode, bytes_array, bytes_values, dictionary_array,
+    dictionary_values, float_array, int_array, int_bounds, int_values, is_utf8, random_array, random_nested_array,
+    random_nulls,
+};
 
 /// One seed: a name (the file name, without extension) and the file's bytes.
 #[derive(Debug, Clone)]
@@ -31,39 +35,9 @@ pub struct Seed {
     pub bytes: Vec<u8>,
 }
 
-/// A small deterministic generator (xorshift), so that the seeds are the same on every run.
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 << 13;
-        self.0 ^= self.0 >> 7;
-        self.0 ^= self.0 << 17;
-        self.0
-    }
-
-    /// A number below `n`.
-    fn below(&mut self, n: u64) -> u64 {
-        self.next() % n.max(1)
-    }
-
-    /// True with probability `percent` %.
-    fn chance(&mut self, percent: u64) -> bool {
-        self.below(100) < percent
-    }
-
-    /// A short word, sometimes longer than 12 bytes (a view's inline limit), sometimes with
-    /// multi-byte characters.
-    fn word(&mut self) -> String {
-        const PIECES: &[&str] = &["a", "b", "lo", "ose", "leaf", "é", "日本", " ", "-", "z", "🦀", "page"];
-        let len = match self.below(10) {
-            0 => 0,
-            1..=6 => 1 + self.below(4),
-            _ => 4 + self.below(8),
-        };
-        (0..len).map(|_| PIECES[self.below(PIECES.len() as u64) as usize]).collect()
-    }
-}
+/// Where the seeds' generators start (with the hash of each seed's name): another value makes
+/// other files.
+pub const SEED: u64 = 0x9e37_79b9_7f4a_7c15;
 
 const ROWS: usize = 64;
 /// Small pages: several per column.
@@ -81,6 +55,7 @@ fn auto() -> WriterOptions {
     WriterOptions::default().with_page_size(PAGE_SIZE)
 }
 
+/// A table of `(name, array, nullable)` columns.
 fn batch(columns: Vec<(&str, ArrayRef, bool)>) -> RecordBatch {
     let fields: Vec<Field> =
         columns.iter().map(|(name, array, nullable)| Field::new(*name, array.data_type().clone(), *nullable)).collect();
@@ -91,250 +66,60 @@ fn batch(columns: Vec<(&str, ArrayRef, bool)>) -> RecordBatch {
     }
 }
 
-fn ints(rng: &mut Rng, n: usize, range: u64, nulls: u64) -> Int32Array {
-    (0..n).map(|_| (!rng.chance(nulls)).then(|| rng.below(range) as i32 - (range / 3) as i32)).collect()
+/// `n` values of a flat type, each null with probability `nulls`, drawn as `mode` says.
+fn flat(rng: &mut StdRng, data_type: DataType, n: usize, nulls: f64, mode: ValueMode) -> ArrayRef {
+    random_array(rng, &data_type, n, ColumnGen { null_probability: nulls, mode })
 }
 
-fn longs(rng: &mut Rng, n: usize, range: u64, nulls: u64) -> Int64Array {
-    (0..n).map(|_| (!rng.chance(nulls)).then(|| rng.below(range) as i64 - (range / 2) as i64)).collect()
+/// `n` values of a nested type (a nullable column: nulls, list lengths and slicing as the
+/// generator draws them, at every depth).
+fn nested(rng: &mut StdRng, data_type: DataType, n: usize) -> ArrayRef {
+    random_nested_array(rng, &Field::new("column", data_type, true), n, None)
 }
 
-fn strings(rng: &mut Rng, n: usize, nulls: u64) -> StringArray {
-    (0..n).map(|_| (!rng.chance(nulls)).then(|| rng.word())).collect()
+/// `n` integers of `shape` within `bounds` (inclusive), each null with probability `nulls`.
+fn ints(
+    rng: &mut StdRng,
+    data_type: DataType,
+    n: usize,
+    shape: IntShape,
+    bounds: (i128, i128),
+    nulls: f64,
+) -> ArrayRef {
+    let values = int_values(rng, n, shape, bounds);
+    int_array(&data_type, &values, random_nulls(rng, n, nulls))
 }
 
-fn few_strings(rng: &mut Rng, n: usize, nulls: u64) -> StringArray {
-    const WORDS: &[&str] = &["red", "green", "blue", "a much longer value than the others"];
-    (0..n).map(|_| (!rng.chance(nulls)).then(|| WORDS[rng.below(4) as usize])).collect()
+/// `n` floats of `shape`, each null with probability `nulls`.
+fn floats(rng: &mut StdRng, data_type: DataType, n: usize, shape: FloatShape, nulls: f64) -> ArrayRef {
+    let nulls = random_nulls(rng, n, nulls);
+    float_array(rng, &data_type, n, shape, nulls)
 }
 
-fn floats(rng: &mut Rng, n: usize, nulls: u64) -> Float64Array {
-    (0..n).map(|_| (!rng.chance(nulls)).then(|| rng.below(1000) as f64 / 7.0)).collect()
+/// `n` strings or binaries of `shape`, each null with probability `nulls`.
+fn bytes(rng: &mut StdRng, data_type: DataType, n: usize, shape: BytesShape, nulls: f64) -> ArrayRef {
+    let values = bytes_values(rng, n, shape, is_utf8(&data_type));
+    bytes_array(&data_type, &values, random_nulls(rng, n, nulls).as_ref())
 }
 
-fn bools(rng: &mut Rng, n: usize, nulls: u64) -> BooleanArray {
-    (0..n).map(|_| (!rng.chance(nulls)).then(|| rng.chance(50))).collect()
+fn item(data_type: DataType) -> Arc<Field> {
+    Arc::new(Field::new_list_field(data_type, true))
 }
 
-/// English-like text that FSST compresses: at least 1 KiB per page (see `forcing.rs`).
-fn text(rng: &mut Rng, n: usize) -> Vec<String> {
-    const WORDS: &[&str] =
-        &["the ", "quick ", "brown ", "fox ", "jumps ", "over ", "lazy ", "dog ", "looseleaf ", "columnar ", "page "];
-    (0..n).map(|_| (0..3 + rng.below(5)).map(|_| WORDS[rng.below(WORDS.len() as u64) as usize]).collect()).collect()
+fn list(data_type: DataType) -> DataType {
+    DataType::List(item(data_type))
 }
 
-fn list_of_ints(rng: &mut Rng, n: usize) -> ArrayRef {
-    let mut builder = ListBuilder::new(Int32Builder::new());
-    for _ in 0..n {
-        if rng.chance(15) {
-            builder.append(false);
-            continue;
-        }
-        for _ in 0..rng.below(4) {
-            builder.values().append_option((!rng.chance(10)).then(|| rng.below(100) as i32));
-        }
-        builder.append(true);
-    }
-    Arc::new(builder.finish())
+fn struct_of(fields: &[(&str, DataType)]) -> DataType {
+    DataType::Struct(
+        fields.iter().map(|(name, data_type)| Field::new(*name, data_type.clone(), true)).collect::<Fields>(),
+    )
 }
 
-fn large_list_of_strings(rng: &mut Rng, n: usize) -> ArrayRef {
-    let mut builder = LargeListBuilder::new(StringBuilder::new());
-    for _ in 0..n {
-        if rng.chance(10) {
-            builder.append(false);
-            continue;
-        }
-        for _ in 0..rng.below(3) {
-            builder.values().append_option((!rng.chance(10)).then(|| rng.word()));
-        }
-        builder.append(true);
-    }
-    Arc::new(builder.finish())
-}
-
-fn list_of_lists(rng: &mut Rng, n: usize) -> ArrayRef {
-    let mut builder = ListBuilder::new(ListBuilder::new(Int16Builder::new()));
-    for _ in 0..n {
-        for _ in 0..rng.below(3) {
-            let inner = builder.values();
-            for _ in 0..rng.below(3) {
-                inner.values().append_value(rng.below(500) as i16);
-            }
-            inner.append(!rng.chance(10));
-        }
-        builder.append(!rng.chance(10));
-    }
-    Arc::new(builder.finish())
-}
-
-fn fixed_size_floats(rng: &mut Rng, n: usize) -> ArrayRef {
-    let mut builder = FixedSizeListBuilder::new(Float32Builder::new(), 4);
-    for _ in 0..n {
-        let valid = !rng.chance(10);
-        for _ in 0..4 {
-            builder.values().append_option((!rng.chance(5)).then(|| rng.below(100) as f32 / 3.0));
-        }
-        builder.append(valid);
-    }
-    Arc::new(builder.finish())
-}
-
-fn fixed_size_strings(rng: &mut Rng, n: usize) -> ArrayRef {
-    let mut builder = FixedSizeListBuilder::new(StringBuilder::new(), 2);
-    for _ in 0..n {
-        let valid = !rng.chance(10);
-        for _ in 0..2 {
-            builder.values().append_option((!rng.chance(10)).then(|| rng.word()));
-        }
-        builder.append(valid);
-    }
-    Arc::new(builder.finish())
-}
-
-fn fixed_binary(rng: &mut Rng, n: usize, width: i32, nulls: u64) -> ArrayRef {
-    let mut builder = FixedSizeBinaryBuilder::new(width);
-    for _ in 0..n {
-        if rng.chance(nulls) {
-            builder.append_null();
-        } else {
-            let value: Vec<u8> = (0..width).map(|_| rng.below(4) as u8).collect();
-            if let Err(e) = builder.append_value(value) {
-                panic!("fixed-size binary: {e}");
-            }
-        }
-    }
-    Arc::new(builder.finish())
-}
-
-fn struct_column(rng: &mut Rng, n: usize) -> ArrayRef {
-    let inner_fields = Fields::from(vec![Field::new(
-        "d",
-        DataType::List(Arc::new(Field::new_list_field(DataType::Int32, true))),
-        true,
-    )]);
-    let inner = StructArray::new(
-        inner_fields.clone(),
-        vec![list_of_ints(rng, n)],
-        Some((0..n).map(|_| !rng.chance(10)).collect::<Vec<bool>>().into()),
-    );
-    let fields = Fields::from(vec![
-        Field::new("a", DataType::Int32, true),
-        Field::new("b", DataType::Utf8, true),
-        Field::new("c", DataType::Struct(inner_fields), true),
-    ]);
-    let columns: Vec<ArrayRef> = vec![Arc::new(ints(rng, n, 50, 10)), Arc::new(strings(rng, n, 10)), Arc::new(inner)];
-    Arc::new(StructArray::new(fields, columns, Some((0..n).map(|_| !rng.chance(10)).collect::<Vec<bool>>().into())))
-}
-
-fn list_of_structs(rng: &mut Rng, n: usize) -> ArrayRef {
-    let items = 2 * n;
-    let fields = Fields::from(vec![Field::new("x", DataType::Int32, true), Field::new("y", DataType::Utf8, true)]);
-    let values = StructArray::new(
-        fields.clone(),
-        vec![Arc::new(ints(rng, items, 9, 10)), Arc::new(strings(rng, items, 10))],
-        Some((0..items).map(|_| !rng.chance(10)).collect::<Vec<bool>>().into()),
-    );
-    let mut lengths: Vec<usize> = (0..n).map(|_| rng.below(4) as usize).collect();
-    let total: usize = lengths.iter().sum();
-    if let Some(last) = lengths.last_mut() {
-        *last += items - total.min(items);
-    }
-    let lengths: Vec<usize> = lengths
-        .into_iter()
-        .scan(items, |left, l| {
-            let l = l.min(*left);
-            *left -= l;
-            Some(l)
-        })
-        .collect();
-    let offsets = arrow_buffer::OffsetBuffer::from_lengths(lengths);
-    let field = Arc::new(Field::new_list_field(DataType::Struct(fields), true));
-    let nulls: Vec<bool> = (0..n).map(|_| !rng.chance(10)).collect();
-    Arc::new(arrow_array::ListArray::new(field, offsets, Arc::new(values), Some(nulls.into())))
-}
-
-fn map_column(rng: &mut Rng, n: usize) -> ArrayRef {
-    let mut builder = MapBuilder::new(None, StringBuilder::new(), Int32Builder::new());
-    for _ in 0..n {
-        for _ in 0..rng.below(3) {
-            builder.keys().append_value(rng.word());
-            builder.values().append_option((!rng.chance(20)).then(|| rng.below(9) as i32));
-        }
-        if let Err(e) = builder.append(!rng.chance(10)) {
-            panic!("map: {e}");
-        }
-    }
-    Arc::new(builder.finish())
-}
-
-fn views(rng: &mut Rng, n: usize) -> (ArrayRef, ArrayRef) {
-    let mut strings = StringViewBuilder::new();
-    let mut binaries = BinaryViewBuilder::new();
-    for _ in 0..n {
-        let word = format!("{}{}", rng.word(), if rng.chance(40) { " and something past twelve bytes" } else { "" });
-        if rng.chance(10) {
-            strings.append_null();
-            binaries.append_null();
-        } else {
-            strings.append_value(&word);
-            binaries.append_value(word.as_bytes());
-        }
-    }
-    (Arc::new(strings.finish()), Arc::new(binaries.finish()))
-}
-
-/// `values` cut into `n` lists of random lengths (the last takes what is left), some null.
-fn list_of(rng: &mut Rng, values: ArrayRef, n: usize) -> arrow_array::ListArray {
-    let total = values.len();
-    let mut lengths = Vec::with_capacity(n);
-    let mut left = total;
-    for i in 0..n {
-        let len = if i + 1 == n { left } else { (rng.below(4) as usize).min(left) };
-        lengths.push(len);
-        left -= len;
-    }
-    let nulls: Vec<bool> = lengths.iter().map(|len| *len > 0 || !rng.chance(20)).collect();
-    let field = Arc::new(Field::new_list_field(values.data_type().clone(), true));
-    arrow_array::ListArray::new(field, arrow_buffer::OffsetBuffer::from_lengths(lengths), values, Some(nulls.into()))
-}
-
-/// Lists of structs holding lists, maps of lists, fixed-size lists of lists: three levels of
-/// list offsets, and the fixed-size list layout of variable-width items.
-fn deep_nesting(rng: &mut Rng, n: usize) -> Vec<(&'static str, ArrayRef, bool)> {
-    let inner = list_of(rng, Arc::new(arrow_array::Int16Array::from_iter((0..3 * n).map(|i| Some(i as i16)))), 2 * n);
-    let point = Fields::from(vec![
-        Field::new("a", DataType::Int32, true),
-        Field::new("inner", inner.data_type().clone(), true),
-    ]);
-    let validity: Vec<bool> = (0..2 * n).map(|_| !rng.chance(10)).collect();
-    let points =
-        StructArray::new(point, vec![Arc::new(ints(rng, 2 * n, 50, 10)), Arc::new(inner)], Some(validity.into()));
-    let structs = list_of(rng, Arc::new(points), n);
-
-    let values = Arc::new(ints(rng, 3 * n, 9, 10));
-    let values = list_of(rng, values, 2 * n);
-    let keys: StringArray = (0..2 * n).map(|i| Some(format!("k{}", i % 7))).collect();
-    let entry_fields = Fields::from(vec![
-        Field::new("key", DataType::Utf8, false),
-        Field::new("value", values.data_type().clone(), true),
-    ]);
-    let entries = StructArray::new(entry_fields.clone(), vec![Arc::new(keys), Arc::new(values)], None);
-    let map_lists = list_of(rng, Arc::new(entries), n);
-    let (_, offsets, entries, nulls) = map_lists.into_parts();
-    let entries = match entries.as_any().downcast_ref::<StructArray>() {
-        Some(entries) => entries.clone(),
-        None => panic!("map entries are a struct"),
-    };
-    let entries_field = Arc::new(Field::new("entries", DataType::Struct(entry_fields), false));
-    let map = arrow_array::MapArray::new(entries_field, offsets, entries, nulls, false);
-
-    let items = Arc::new(ints(rng, 4 * n, 100, 10));
-    let items = list_of(rng, items, 3 * n);
-    let item_field = Arc::new(Field::new_list_field(items.data_type().clone(), true));
-    let validity: Vec<bool> = (0..n).map(|_| !rng.chance(10)).collect();
-    let fixed = arrow_array::FixedSizeListArray::new(item_field, 3, Arc::new(items), Some(validity.into()));
-    vec![("structs", Arc::new(structs), true), ("map", Arc::new(map), true), ("fixed", Arc::new(fixed), true)]
+/// A map of non-null `key`s to nullable `value`s.
+fn map_of(key: DataType, value: DataType) -> DataType {
+    let entries = Fields::from(vec![Field::new("key", key, false), Field::new("value", value, true)]);
+    DataType::Map(Arc::new(Field::new("entries", DataType::Struct(entries), false)), false)
 }
 
 /// Every seed, written now.
@@ -369,291 +154,289 @@ async fn write(table: &RecordBatch, options: WriterOptions) -> looseleaf::Result
     Ok(bytes.to_vec())
 }
 
-/// The table and writer options of every seed.
+/// The generator of the seed `name`: one of its own, so that changing a seed leaves the others'
+/// files as they were.
+fn rng_for(name: &str) -> StdRng {
+    // FNV-1a: a hash of the name that stays the same across runs and Rust versions.
+    let hash = name.bytes().fold(0xcbf2_9ce4_8422_2325_u64, |h, b| (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3));
+    generate::rng(SEED ^ hash)
+}
+
+/// The table (drawn from its generator) and writer options of every seed.
 fn tables() -> Vec<(&'static str, RecordBatch, WriterOptions)> {
-    let rng = &mut Rng(0x9e37_79b9_7f4a_7c15);
+    use DataType::*;
+    use ValueMode::{Constant, Random, Small};
     let n = ROWS;
     let mut seeds = Vec::new();
+    let mut push = |name: &'static str, table: &dyn Fn(&mut StdRng) -> RecordBatch, options: WriterOptions| {
+        seeds.push((name, table(&mut rng_for(name)), options));
+    };
 
-    seeds.push((
+    push(
         "plain",
-        batch(vec![
-            ("i", Arc::new(ints(rng, n, 1 << 20, 0)), false),
-            ("f", Arc::new(floats(rng, n, 0)), false),
-            ("b", Arc::new(bools(rng, n, 0)), false),
-            ("s", Arc::new(strings(rng, n, 0)), false),
-        ]),
+        &|rng| {
+            batch(vec![
+                ("i", flat(rng, Int32, n, 0.0, Random), false),
+                ("f", flat(rng, Float64, n, 0.0, Random), false),
+                ("b", flat(rng, Boolean, n, 0.0, Random), false),
+                ("s", flat(rng, Utf8, n, 0.0, Random), false),
+            ])
+        },
         plain(),
-    ));
-    seeds.push((
+    );
+    push(
         "nullable",
-        batch(vec![
-            ("i", Arc::new(longs(rng, n, 1 << 40, 30)), true),
-            ("s", Arc::new(strings(rng, n, 30)), true),
-            ("b", Arc::new(bools(rng, n, 30)), true),
-            ("fsb", fixed_binary(rng, n, 3, 30), true),
-        ]),
+        &|rng| {
+            batch(vec![
+                ("i", flat(rng, Int64, n, 0.3, Random), true),
+                ("s", flat(rng, Utf8, n, 0.3, Random), true),
+                ("b", flat(rng, Boolean, n, 0.3, Random), true),
+                ("fsb", flat(rng, FixedSizeBinary(3), n, 0.3, Small), true),
+            ])
+        },
         plain(),
-    ));
-    seeds.push((
+    );
+    push(
         "all_null",
-        batch(vec![
-            ("i", Arc::new(Int32Array::new_null(n)), true),
-            ("s", Arc::new(StringArray::new_null(n)), true),
-            ("n", Arc::new(NullArray::new(n)), true),
-            (
-                "l",
-                arrow_array::new_null_array(&DataType::List(Arc::new(Field::new_list_field(DataType::Int32, true))), n),
-                true,
-            ),
-        ]),
+        &|_| {
+            batch(vec![
+                ("i", new_null_array(&Int32, n), true),
+                ("s", new_null_array(&Utf8, n), true),
+                ("n", new_null_array(&Null, n), true),
+                ("l", new_null_array(&list(Int32), n), true),
+            ])
+        },
         auto(),
-    ));
-    let (string_views, binary_views) = views(rng, n);
-    let bins: Vec<Option<Vec<u8>>> =
-        (0..n).map(|_| (!rng.chance(10)).then(|| rng.word().into_bytes().into_iter().rev().collect())).collect();
-    seeds.push((
+    );
+    push(
         "binary",
-        batch(vec![
-            ("bin", Arc::new(BinaryArray::from_iter(bins.iter().cloned())), true),
-            ("large_bin", Arc::new(LargeBinaryArray::from_iter(bins.iter().cloned())), true),
-            ("large_str", Arc::new(LargeStringArray::from_iter((0..n).map(|_| Some(rng.word())))), false),
-            ("str_view", string_views, true),
-            ("bin_view", binary_views, true),
-            ("fsb", fixed_binary(rng, n, 5, 0), false),
-        ]),
+        &|rng| {
+            batch(vec![
+                ("bin", flat(rng, Binary, n, 0.1, Random), true),
+                ("large_bin", flat(rng, LargeBinary, n, 0.1, Small), true),
+                ("large_str", flat(rng, LargeUtf8, n, 0.0, Random), false),
+                ("str_view", flat(rng, Utf8View, n, 0.1, Random), true),
+                ("bin_view", flat(rng, BinaryView, n, 0.1, Small), true),
+                ("fsb", flat(rng, FixedSizeBinary(5), n, 0.0, Small), false),
+            ])
+        },
         plain(),
-    ));
-    seeds.push((
+    );
+    push(
         "lists",
-        batch(vec![
-            ("ints", list_of_ints(rng, n), true),
-            ("strings", large_list_of_strings(rng, n), true),
-            ("nested", list_of_lists(rng, n), true),
-        ]),
+        &|rng| {
+            batch(vec![
+                ("ints", nested(rng, list(Int32), n), true),
+                ("strings", nested(rng, LargeList(item(Utf8)), n), true),
+                ("nested", nested(rng, list(list(Int16)), n), true),
+            ])
+        },
         plain(),
-    ));
-    seeds.push((
+    );
+    push(
         "fixed_size_lists",
-        batch(vec![("vectors", fixed_size_floats(rng, n), true), ("pairs", fixed_size_strings(rng, n), true)]),
+        &|rng| {
+            batch(vec![
+                ("vectors", nested(rng, FixedSizeList(item(Float32), 4), n), true),
+                ("pairs", nested(rng, FixedSizeList(item(Utf8), 2), n), true),
+            ])
+        },
         plain(),
-    ));
-    seeds.push((
+    );
+    push(
         "bitpacked",
-        batch(vec![
-            ("v", Arc::new(longs(rng, n, 1000, 0)), false),
-            (
-                "w",
-                Arc::new(UInt16Array::from_iter((0..n).map(|_| (!rng.chance(20)).then(|| rng.below(60) as u16)))),
-                true,
-            ),
-        ]),
+        &|rng| {
+            batch(vec![
+                ("v", ints(rng, Int64, n, IntShape::Small, (-500, 500), 0.0), false),
+                ("w", ints(rng, UInt16, n, IntShape::NearMin, int_bounds(&UInt16), 0.05), true),
+            ])
+        },
         auto()
             .with_encoding_policy("v", forced(EncodingKind::Bitpacked))
             .with_encoding_policy("w", forced(EncodingKind::Bitpacked)),
-    ));
-    let mut sorted: Vec<i64> = (0..n).map(|_| rng.below(1 << 12) as i64 - 100).collect();
-    sorted.sort_unstable();
-    seeds.push((
+    );
+    push(
         "delta",
-        batch(vec![("v", Arc::new(Int64Array::from(sorted)), false), ("s", Arc::new(strings(rng, n, 0)), false)]),
+        &|rng| {
+            batch(vec![
+                ("v", ints(rng, Int64, n, IntShape::Sorted, (-100, 4000), 0.0), false),
+                ("s", flat(rng, Utf8, n, 0.0, Random), false),
+            ])
+        },
         auto().with_encoding_policy("v", forced(EncodingKind::Delta)),
-    ));
-    seeds.push((
+    );
+    push(
         "constant",
-        batch(vec![
-            ("v", Arc::new(Int32Array::from(vec![7; n])), false),
-            ("s", Arc::new(StringArray::from(vec!["same"; n])), false),
-            ("f", Arc::new(Float64Array::from(vec![Some(1.5); n])), true),
-        ]),
+        &|rng| {
+            batch(vec![
+                ("v", flat(rng, Int32, n, 0.0, Constant), false),
+                ("s", flat(rng, Utf8, n, 0.0, Constant), false),
+                ("f", flat(rng, Float64, n, 0.1, Constant), true),
+            ])
+        },
         auto()
             .with_encoding_policy("v", forced(EncodingKind::Constant))
             .with_encoding_policy("s", forced(EncodingKind::Constant))
             .with_encoding_policy("f", forced(EncodingKind::Constant)),
-    ));
-    let runs = |rng: &mut Rng| -> Vec<i32> {
-        let mut out = Vec::new();
-        while out.len() < n {
-            let value = rng.below(5) as i32;
-            out.extend(std::iter::repeat_n(value, 1 + rng.below(20) as usize));
-        }
-        out.truncate(n);
-        out
-    };
-    let float_runs: Vec<f64> = runs(rng).into_iter().map(|v| v as f64 * 0.25).collect();
-    seeds.push((
+    );
+    push(
         "rle",
-        batch(vec![
-            ("v", Arc::new(Int32Array::from(runs(rng))), false),
-            ("f", Arc::new(Float64Array::from(float_runs)), false),
-        ]),
+        &|rng| {
+            batch(vec![
+                ("v", flat(rng, Int32, n, 0.0, Small), false),
+                ("f", floats(rng, Float64, n, FloatShape::Runs, 0.0), false),
+            ])
+        },
         auto()
             .with_encoding_policy("v", forced(EncodingKind::Rle))
             .with_encoding_policy("f", forced(EncodingKind::Rle)),
-    ));
-    seeds.push((
+    );
+    push(
         "dictionary",
-        batch(vec![("v", Arc::new(few_strings(rng, n, 10)), true), ("i", Arc::new(longs(rng, n, 4, 0)), false)]),
+        &|rng| {
+            batch(vec![
+                ("v", bytes(rng, Utf8, n, BytesShape::FewDistinct, 0.1), true),
+                ("i", flat(rng, Int64, n, 0.0, Small), false),
+            ])
+        },
         auto()
             .with_encoding_policy("v", forced(EncodingKind::Dictionary))
             .with_encoding_policy("i", forced(EncodingKind::Dictionary)),
-    ));
-    let words = text(rng, 60);
-    seeds.push((
+    );
+    // Text: FSST stores only pages of at least 1 KiB of strings, so these columns have one page.
+    let text_rows = 40;
+    push(
         "fsst",
-        batch(vec![
-            ("v", Arc::new(StringArray::from_iter_values(&words)), false),
-            ("b", Arc::new(LargeBinaryArray::from_iter_values(words.iter().map(|w| w.as_bytes()))), false),
-        ]),
-        // One page per column: FSST stores only pages of at least 1 KiB of strings.
+        &|rng| {
+            let text = bytes_values(rng, text_rows, BytesShape::Text, true);
+            batch(vec![
+                ("v", bytes_array(&Utf8, &text, None), false),
+                ("b", bytes_array(&LargeBinary, &text, None), false),
+            ])
+        },
         WriterOptions::default()
             .with_encoding_policy("v", forced(EncodingKind::Fsst))
             .with_encoding_policy("b", forced(EncodingKind::Fsst)),
-    ));
-    seeds.push((
+    );
+    push(
         "onpair",
-        batch(vec![
-            ("v", Arc::new(StringArray::from_iter((0..words.len()).map(|i| (i % 9 != 4).then(|| &words[i])))), true),
-            ("b", Arc::new(LargeBinaryArray::from_iter_values(words.iter().map(|w| w.as_bytes()))), false),
-        ]),
+        &|rng| {
+            let text = bytes_values(rng, text_rows, BytesShape::Text, true);
+            let nulls = random_nulls(rng, text_rows, 0.1);
+            batch(vec![
+                ("v", bytes_array(&Utf8, &text, nulls.as_ref()), true),
+                ("b", bytes_array(&LargeBinary, &text, None), false),
+            ])
+        },
         // Nulls in "v"; "b" with 64-bit offsets.
         WriterOptions::default()
             .with_encoding_policy("v", forced(EncodingKind::OnPair))
             .with_encoding_policy("b", forced(EncodingKind::OnPair)),
-    ));
-    seeds.push((
+    );
+    push(
         "alp_rd",
-        batch(vec![
-            ("f", Arc::new(floats(rng, n, 10)), true),
-            (
-                "g",
-                Arc::new(arrow_array::Float32Array::from_iter_values(
-                    (0..n).map(|i| if i % 50 == 3 { 3.0e38 } else { (rng.below(2000) as f32 - 1000.0) / 333.0 }),
-                )),
-                false,
-            ),
-        ]),
-        // Exceptions in "g" (the large values); "f" has nulls under a nullable node.
+        &|rng| {
+            batch(vec![
+                ("f", floats(rng, Float64, n, FloatShape::Normal, 0.1), true),
+                ("g", floats(rng, Float32, n, FloatShape::Specials, 0.0), false),
+            ])
+        },
+        // Normal values (embeddings) with nulls under a nullable node in "f"; exceptions (the
+        // special values and random bit patterns) in "g".
         WriterOptions::default()
             .with_encoding_policy("f", forced(EncodingKind::AlpRd))
             .with_encoding_policy("g", forced(EncodingKind::AlpRd)),
-    ));
-    seeds.push((
+    );
+    push(
         "alp",
-        batch(vec![
-            (
-                "f",
-                Arc::new(arrow_array::Float64Array::from_iter((0..n).map(|i| {
-                    (i % 7 != 2).then(|| if i % 50 == 3 { f64::NAN } else { rng.below(100_000) as f64 / 100.0 })
-                }))),
-                true,
-            ),
-            (
-                "g",
-                Arc::new(arrow_array::Float32Array::from_iter_values((0..n).map(|_| rng.below(5000) as f32 / 10.0))),
-                false,
-            ),
-        ]),
-        // Exceptions (NaN) and nulls in "f"; "g" without either.
+        &|rng| {
+            batch(vec![
+                ("f", floats(rng, Float64, n, FloatShape::Decimals, 0.15), true),
+                ("g", floats(rng, Float32, n, FloatShape::Decimals, 0.0), false),
+            ])
+        },
+        // Decimals with a few special values among them (ALP's exceptions); nulls in "f".
         WriterOptions::default()
             .with_encoding_policy("f", forced(EncodingKind::Alp))
             .with_encoding_policy("g", forced(EncodingKind::Alp)),
-    ));
-    let mixed = |rng: &mut Rng| {
+    );
+    let mixed = |rng: &mut StdRng| {
         batch(vec![
-            ("i", Arc::new(ints(rng, n, 100, 10)), true),
-            ("s", Arc::new(few_strings(rng, n, 10)), true),
-            ("l", list_of_ints(rng, n), true),
+            ("i", flat(rng, Int32, n, 0.1, Small), true),
+            ("s", flat(rng, Utf8, n, 0.1, Small), true),
+            ("l", nested(rng, list(Int32), n), true),
         ])
     };
-    seeds.push(("lz4", mixed(rng), auto().with_compression(Compression::Lz4, 0)));
-    seeds.push(("zstd", mixed(rng), auto().with_compression(Compression::Zstd, 3)));
-    seeds.push(("zstd_plain", mixed(rng), plain().with_compression(Compression::Zstd, 1).with_page_size(1024)));
-    seeds.push((
+    push("lz4", &mixed, auto().with_compression(Compression::Lz4, 0));
+    push("zstd", &mixed, auto().with_compression(Compression::Zstd, 3));
+    push("zstd_plain", &mixed, plain().with_compression(Compression::Zstd, 1).with_page_size(1024));
+    push(
         "structs",
-        batch(vec![("st", struct_column(rng, n), true), ("ls", list_of_structs(rng, n), true)]),
+        &|rng| {
+            let inner = struct_of(&[("d", list(Int32))]);
+            batch(vec![
+                ("st", nested(rng, struct_of(&[("a", Int32), ("b", Utf8), ("c", inner)]), n), true),
+                ("ls", nested(rng, list(struct_of(&[("x", Int32), ("y", Utf8)])), n), true),
+            ])
+        },
         auto(),
-    ));
-    seeds.push((
+    );
+    push(
         "map",
-        batch(vec![("m", map_column(rng, n), true), ("k", Arc::new(ints(rng, n, 9, 0)), false)]),
+        &|rng| {
+            batch(vec![("m", nested(rng, map_of(Utf8, Int32), n), true), ("k", flat(rng, Int64, n, 0.0, Small), false)])
+        },
         auto(),
-    ));
-    seeds.push(("deep_nesting", batch(deep_nesting(rng, n / 2)), auto().with_page_size(300)));
-    seeds.push(("deep_nesting_plain", batch(deep_nesting(rng, n / 2)), plain().with_page_size(200)));
-    let keys8: Int8Array = (0..n).map(|_| (!rng.chance(10)).then(|| rng.below(3) as i8)).collect();
-    let keys16: arrow_array::Int16Array = (0..n).map(|_| Some(rng.below(4) as i16)).collect();
-    let keys32: Int32Array = (0..n).map(|_| Some(rng.below(2) as i32)).collect();
-    seeds.push((
+    );
+    // Lists of structs holding lists, maps of lists, fixed-size lists of lists: three levels of
+    // list offsets, and the fixed-size list layout of variable-width items.
+    let deep_nesting = |rng: &mut StdRng| {
+        let n = n / 2;
+        batch(vec![
+            ("structs", nested(rng, list(struct_of(&[("a", Int32), ("inner", list(Int16))])), n), true),
+            ("map", nested(rng, map_of(Utf8, list(Int32)), n), true),
+            ("fixed", nested(rng, FixedSizeList(item(list(Int32)), 3), n), true),
+        ])
+    };
+    push("deep_nesting", &deep_nesting, auto().with_page_size(300));
+    push("deep_nesting_plain", &deep_nesting, plain().with_page_size(200));
+    push(
         "dictionary_arrays",
-        batch(vec![
-            (
-                "d8",
-                Arc::new(DictionaryArray::<Int8Type>::new(keys8, Arc::new(StringArray::from(vec!["x", "yy", "zzz"])))),
-                true,
-            ),
-            (
-                "d16",
-                Arc::new(DictionaryArray::<Int16Type>::new(
-                    keys16,
-                    Arc::new(Int64Array::from(vec![-5, 0, 5, 1 << 40])),
-                )),
-                false,
-            ),
-            (
-                "d32",
-                Arc::new(DictionaryArray::<Int32Type>::new(
-                    keys32,
-                    Arc::new(BinaryArray::from_iter_values([b"ab".as_slice(), b"\xff\x00"])),
-                )),
-                false,
-            ),
-        ]),
+        &|rng| {
+            batch(vec![
+                ("d8", dictionary_array::<Int8Type>(rng, n, dictionary_values(&Utf8, 0, 3)), true),
+                ("d16", dictionary_array::<Int16Type>(rng, n, dictionary_values(&Int64, 0, 4)), true),
+                ("d32", dictionary_array::<Int32Type>(rng, n, dictionary_values(&Binary, 0, 2)), true),
+            ])
+        },
         auto(),
-    ));
-    let m = 40;
-    seeds.push((
+    );
+    push(
         "types",
-        batch(vec![
-            ("date", Arc::new(Date32Array::from_iter((0..m).map(|i| Some(19_000 + i)))), true),
-            (
-                "ts",
-                Arc::new(
-                    TimestampMicrosecondArray::from_iter_values((0..m).map(|i| i64::from(i) * 1_000_003))
-                        .with_timezone("UTC"),
-                ),
-                false,
-            ),
-            ("t64", Arc::new(Time64NanosecondArray::from_iter_values((0..m).map(|i| i64::from(i) * 7))), false),
-            (
-                "dec",
-                Arc::new(
-                    Decimal128Array::from_iter((0..m).map(|i| (i % 5 != 0).then_some(i128::from(i) * 10_001)))
-                        .with_precision_and_scale(20, 3)
-                        .unwrap_or_else(|e| panic!("decimal: {e}")),
-                ),
-                true,
-            ),
-            ("half", Arc::new(Float16Array::from_iter_values((0..m).map(|i| half::f16::from_f32(i as f32)))), false),
-            (
-                "interval",
-                Arc::new(IntervalMonthDayNanoArray::from_iter_values(
-                    (0..m).map(|i| arrow_buffer::IntervalMonthDayNano::new(i, -i, i64::from(i) << 20)),
-                )),
-                false,
-            ),
-        ]),
+        &|rng| {
+            let n = 40;
+            batch(vec![
+                ("date", flat(rng, Date32, n, 0.2, Random), true),
+                ("ts", flat(rng, Timestamp(TimeUnit::Microsecond, Some("UTC".into())), n, 0.0, Random), false),
+                ("t64", flat(rng, Time64(TimeUnit::Nanosecond), n, 0.0, Random), false),
+                ("dec", flat(rng, Decimal128(20, 3), n, 0.2, Random), true),
+                ("half", flat(rng, Float16, n, 0.0, Random), false),
+                ("interval", flat(rng, Interval(IntervalUnit::MonthDayNano), n, 0.0, Random), false),
+            ])
+        },
         auto(),
-    ));
-    seeds.push((
+    );
+    push(
         "empty",
-        batch(vec![("i", Arc::new(Int32Array::from(Vec::<i32>::new())), true), ("l", list_of_ints(rng, 0), true)]),
+        &|rng| batch(vec![("i", flat(rng, Int32, 0, 0.0, Random), true), ("l", nested(rng, list(Int32), 0), true)]),
         auto(),
-    ));
-    seeds.push((
+    );
+    push(
         "no_statistics",
-        batch(vec![("i", Arc::new(ints(rng, n, 300, 5)), true), ("s", Arc::new(strings(rng, n, 5)), true)]),
+        &|rng| {
+            batch(vec![("i", flat(rng, Int32, n, 0.05, Small), true), ("s", flat(rng, Utf8, n, 0.05, Random), true)])
+        },
         auto().with_statistics(false),
-    ));
+    );
     seeds
 }

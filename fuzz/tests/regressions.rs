@@ -11,7 +11,8 @@ use std::sync::Mutex;
 
 use looseleaf::{Compression, FileReader};
 use looseleaf_fuzz::alloc::{CAP, GuardedAllocator, largest_allocation};
-use looseleaf_fuzz::{MemoryFile, read_every_way, runtime, seeds};
+use looseleaf_fuzz::{read_every_way, runtime, seeds};
+use looseleaf_testing::MemoryReader;
 
 #[global_allocator]
 static ALLOCATOR: GuardedAllocator = GuardedAllocator::new(CAP);
@@ -81,7 +82,7 @@ fn seeds_cover_every_encoding_and_stay_small() {
             seed.name,
             seed.bytes.len()
         );
-        let reader = std::sync::Arc::new(MemoryFile::new(seed.bytes.clone(), seed.name));
+        let reader = std::sync::Arc::new(MemoryReader::new(seed.bytes.clone(), seed.name));
         let metadata = runtime()
             .block_on(async { FileReader::open(reader).await?.metadata().await })
             .unwrap_or_else(|e| panic!("seed {}: {e}", seed.name));
