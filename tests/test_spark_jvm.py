@@ -495,8 +495,15 @@ def test_filters_skip_pages_of_sorted_data(jvm, tmp_path):
     # The predicates pushed, in the core's filter language (dates as days since 1970).
     for pushed in ("rule out files and zones", "day >= 8401", "day < 8432", "price < 5.00", "k IS NOT NULL"):
         assert pushed in description, description
-    scanned = executed.collectLeaves().head().metrics().apply("numOutputRows").value()
+    metrics = executed.collectLeaves().head().metrics()
+    scanned = metrics.apply("numOutputRows").value()
     assert len(expected) <= scanned < n / 20
+    # The scan's own metrics (the SQL tab's), summed over its tasks.
+    assert 0 < metrics.apply("looseleafBytesRead").value() < path.stat().st_size
+    assert metrics.apply("looseleafRequests").value() > 0
+    assert metrics.apply("looseleafZonesSkipped").value() > 0
+    assert metrics.apply("looseleafRowsSkipped").value() >= 0
+    assert metrics.apply("looseleafDecodeNanos").value() > 0
     # Planned as many small partitions, those no page of which can match are not planned.
     small = {"maxPartitionBytes": 4096}
     everything = _read(jvm, path, **small).rdd.getNumPartitions()

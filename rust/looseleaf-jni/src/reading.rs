@@ -175,7 +175,8 @@ impl Reader {
     /// `FileReader::rows_matching_statistics`).
     pub fn matching_rows(&self, jvm: &mut JvmThread<'_, '_>, filter_json: &str) -> Result<Vec<Range<u64>>, Failure> {
         let Some(filter) = filter(filter_json)? else { return Ok(vec![0..self.reader.num_rows()]) };
-        let (selection, _) = jvm.wait(self.reader.rows_matching_statistics(&filter))??;
+        let all = RowSelection::all(self.reader.num_rows());
+        let (selection, _) = jvm.wait(self.reader.rows_matching_statistics(&filter, &all))??;
         Ok(selection.ranges().to_vec())
     }
 
@@ -207,8 +208,8 @@ impl Reader {
         }
         let mut skipped = Skipped::default();
         if let Some(filter) = &filter {
-            let (kept, zones) = jvm.wait(self.reader.rows_matching_statistics(filter))??;
-            selection = selection.intersect(&kept);
+            let (kept, zones) = jvm.wait(self.reader.rows_matching_statistics(filter, &selection))??;
+            selection = kept;
             // What the filter spared: its zones ruled out, the range's rows outside the kept
             // ones, and the requests (a page each, mostly) a read of the whole range would make.
             let all = jvm.wait(read.clone().with_row_range(rows.clone()).plan())??.total().requests;

@@ -868,7 +868,11 @@ async fn metadata_only_entry_points_name_the_file() {
     assert_fails(file.metadata().await, location, "metadata");
     assert_fails(file.column_bounds("i").await, location, "column bounds");
     let filter = looseleaf::filter::Predicate::IsNotNull(vec!["i".into()]);
-    assert_fails(file.rows_matching_statistics(&filter).await, location, "page statistics");
+    assert_fails(
+        file.rows_matching_statistics(&filter, &looseleaf::RowSelection::all(file.num_rows())).await,
+        location,
+        "page statistics",
+    );
 }
 
 /// A whole page of list offsets whose first and last offsets are right but one in between

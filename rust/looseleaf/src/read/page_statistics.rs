@@ -53,19 +53,24 @@ impl FileReader {
         Ok(Some(ColumnBounds { min, max }))
     }
 
-    /// The rows whose zones (zone maps, or pages in files without them) `filter` does not
-    /// rule out by their statistics: a selection to read, and to filter again (the rows may
-    /// hold no match), with how many zones were looked at and ruled out. Reads the filter's
-    /// columns' metadata and zone maps, no data.
+    /// The rows of `within` whose zones (zone maps, or pages in files without them) `filter`
+    /// does not rule out by their statistics: a selection to read, and to filter again (the
+    /// rows may hold no match), with how many zones of `within` were looked at and ruled out.
+    /// Reads the filter's columns' metadata and zone maps, no data.
     ///
     /// # Errors
     /// [`crate::Error::InvalidArgument`] if the filter does not bind to the file's schema;
     /// [`crate::Error::Io`] or [`crate::Error::Corrupt`] if the columns' metadata or zone maps
     /// cannot be read.
-    pub async fn rows_matching_statistics(&self, filter: &Predicate) -> Result<(RowSelection, ZoneCounts)> {
+    pub async fn rows_matching_statistics(
+        &self,
+        filter: &Predicate,
+        within: &RowSelection,
+    ) -> Result<(RowSelection, ZoneCounts)> {
         let bound =
             BoundPredicate::bind(filter, self.schema().fields()).map_err(|e| e.with_location(self.location()))?;
         let zones = self.column_zones(&bound.fields()).await?;
-        Ok(candidate_rows(&bound, &zones, &RowSelection::all(self.num_rows())))
+        within.check_bounds(self.num_rows()).map_err(|e| e.with_location(self.location()))?;
+        Ok(candidate_rows(&bound, &zones, within))
     }
 }

@@ -280,7 +280,10 @@ async fn page_skipping_keeps_every_matching_row() {
             }
             let json = format!(r#"{{"and": [{}]}}"#, parts.join(", "));
             let filter = Predicate::from_json(&json, &[]).unwrap();
-            let (selection, _) = reader.rows_matching_statistics(&filter).await.unwrap();
+            let (selection, _) = reader
+                .rows_matching_statistics(&filter, &looseleaf::RowSelection::all(reader.num_rows()))
+                .await
+                .unwrap();
             let kept = |row: usize| selection.ranges().iter().any(|r| r.contains(&(row as u64)));
             for row in 0..len {
                 let satisfies = tests.iter().all(|test| test(row));
@@ -291,7 +294,10 @@ async fn page_skipping_keeps_every_matching_row() {
             }
         }
         let unknown = Predicate::from_json(r#"{"is_null": {"column": ["no such column"]}}"#, &[]).unwrap();
-        let error = reader.rows_matching_statistics(&unknown).await.unwrap_err();
+        let error = reader
+            .rows_matching_statistics(&unknown, &looseleaf::RowSelection::all(reader.num_rows()))
+            .await
+            .unwrap_err();
         assert!(
             matches!(error, looseleaf::Error::InvalidArgument { .. }) && error.to_string().contains("no such column"),
             "{error}"
