@@ -22,6 +22,9 @@ class ReadStream:
     @property
     def schema(self) -> ArrowSchema: ...
     def __arrow_c_stream__(self, requested_schema: object | None = None) -> object: ...
+    def next_batch(self) -> Batches | None:
+        """The next batch as a one-batch stream, ``None`` at the end; errors raise looseleaf's
+        exceptions."""
     def io_stats(self) -> dict[str, float]:
         """Counters of the read's I/O scheduler (requests, indirect_requests, reads, bytes_read,
         peak_reserved_bytes, bypassed_reads, urgent_reads) and its timings (scheduling_seconds,

@@ -56,8 +56,8 @@ class Readable:
 
         Memory stays bounded by the I/O buffer, the page each column is decoding and the
         batches being decoded, whatever the size of the data. ``filter`` keeps only the rows it
-        selects (see :meth:`stream`)."""
-        return pa.RecordBatchReader.from_stream(self.stream(columns, filter=filter, **options))
+        selects (see :meth:`stream`). Errors raise looseleaf's exceptions as the batches are read."""
+        return _reader(self.stream(columns, filter=filter, **options))
 
     def read_range(
         self,
@@ -70,9 +70,7 @@ class Readable:
     ) -> pa.RecordBatchReader:
         """Streams rows ``start`` to ``start + num_rows`` (which must lie within the rows);
         with ``filter``, only those of them it selects (see :meth:`stream`)."""
-        return pa.RecordBatchReader.from_stream(
-            self.stream(columns, start=start, num_rows=num_rows, filter=filter, **options)
-        )
+        return _reader(self.stream(columns, start=start, num_rows=num_rows, filter=filter, **options))
 
     def to_table(
         self,
@@ -125,3 +123,15 @@ def with_filter(options: dict[str, Any], filter: Filter | None) -> dict[str, Any
     if filter is None:
         return options
     return {**options, "filter": to_native(filter)}
+
+
+def _reader(stream: _looseleaf.ReadStream) -> pa.RecordBatchReader:
+    """A pyarrow reader of a native stream whose errors are looseleaf's exceptions naming the file
+    (a reader made with ``from_stream`` would raise Arrow's ``ArrowInvalid`` instead): the batches
+    are pulled one at a time through ``next_batch``, and pyarrow re-raises what its source raised."""
+
+    def batches() -> Any:
+        while (batch := stream.next_batch()) is not None:
+            yield pa.RecordBatchReader.from_stream(batch).read_next_batch()
+
+    return pa.RecordBatchReader.from_batches(pa.schema(stream.schema), batches())

@@ -24,6 +24,11 @@ class PermissionDeniedError(LooseleafIOError, PermissionError):
     """The storage refused access (missing or wrong credentials, no permission)."""
 
 
+class ObjectChangedError(LooseleafIOError):
+    """The file or object changed since it was opened (overwritten, truncated or rewritten in
+    place): reading on would mix bytes of two versions. Open it again to read the new one."""
+
+
 class CorruptFileError(LooseleafError):
     """The file is not a looseleaf file, was not finished by its writer, or is damaged."""
 
@@ -46,6 +51,7 @@ __all__ = [
     "LooseleafError",
     "LooseleafIOError",
     "NotFoundError",
+    "ObjectChangedError",
     "PermissionDeniedError",
     "SchemaMismatchError",
     "UnsupportedError",

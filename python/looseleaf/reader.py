@@ -113,9 +113,12 @@ def open(
     ``object_store``'s keys (``aws_endpoint``, ``aws_region``, ``aws_access_key_id``,
     ``aws_secret_access_key``, ``aws_allow_http``, ``google_service_account``, ...), on top of
     the environment's (``AWS_*`` variables and the like); secrets never appear in an error.
-    For a local file, ``storage_options={"memory_map": False}`` reads with copies instead of
-    mapping large reads and, for takes, the file (on Linux, the default; a file truncated by
-    another process while batches share its pages would end the process with ``SIGBUS``).
+    A reader reads the version it opened: an object overwritten, or a local file truncated or
+    rewritten in place, since then raises :class:`ObjectChangedError`. Local files are read with
+    copies; ``storage_options={"memory_map": True}`` maps large reads instead (on Linux; faster
+    first reads, the default on read-only file systems) for files nothing rewrites in place
+    while they are read (a file truncated while batches share its pages would end the process
+    with ``SIGBUS``).
 
     Opening reads the end of the file once (one request to an object store);
     column metadata is read when a column is. ``options`` (see :class:`ReadOptions`) are the

@@ -21,6 +21,7 @@ fn class_of(kind: Kind) -> &'static JNIStr {
         Kind::Core(ErrorKind::NotFound) => jni_str!("io/looseleaf/spark/LooseleafNotFoundException"),
         Kind::Core(ErrorKind::PermissionDenied) => jni_str!("io/looseleaf/spark/LooseleafPermissionException"),
         Kind::Core(ErrorKind::Io) => jni_str!("io/looseleaf/spark/LooseleafIOException"),
+        Kind::Core(ErrorKind::Changed) => jni_str!("io/looseleaf/spark/LooseleafObjectChangedException"),
         Kind::Core(ErrorKind::Corrupt) => jni_str!("io/looseleaf/spark/LooseleafCorruptFileException"),
         Kind::Core(ErrorKind::Unsupported) => jni_str!("io/looseleaf/spark/LooseleafUnsupportedException"),
         Kind::Core(ErrorKind::InvalidArgument) => {

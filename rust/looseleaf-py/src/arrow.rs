@@ -215,6 +215,23 @@ impl PyReadStream {
         PyArrowSchema::new(self.schema.clone())
     }
 
+    /// The next batch, as a one-batch stream, or `None` at the end. Errors raise looseleaf's
+    /// exceptions, naming the file (a consumer of `__arrow_c_stream__` gets Arrow's instead):
+    /// what `FileReader.read_all` and `Dataset.read_all` hand pyarrow batch by batch.
+    fn next_batch(&self, py: Python<'_>) -> PyResult<Option<PyBatches>> {
+        let mut guard = self.reader.lock().unwrap_or_else(|p| p.into_inner());
+        let reader = guard.as_mut().ok_or_else(|| invalid_argument("this read stream has already been consumed"))?;
+        match py.detach(|| reader.next()) {
+            None => Ok(None),
+            Some(Ok(batch)) => Ok(Some(batch_stream(batch))),
+            Some(Err(ArrowError::ExternalError(error))) => match error.downcast::<looseleaf::Error>() {
+                Ok(error) => Err(crate::errors::to_py_err(*error)),
+                Err(other) => Err(crate::errors::to_py_err(looseleaf::Error::internal(other.to_string()))),
+            },
+            Some(Err(other)) => Err(crate::errors::to_py_err(looseleaf::Error::internal(other.to_string()))),
+        }
+    }
+
     /// The read's I/O counters and timings so far, as a dict.
     fn io_stats<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, pyo3::types::PyDict>> {
         let out = crate::reader::io_stats_dict(py, &self.stats.io_stats())?;

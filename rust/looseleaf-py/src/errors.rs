@@ -18,6 +18,7 @@ pub fn to_py_err(error: Error) -> PyErr {
         let name = match error.kind() {
             ErrorKind::NotFound => "NotFoundError",
             ErrorKind::PermissionDenied => "PermissionDeniedError",
+            ErrorKind::Changed => "ObjectChangedError",
             ErrorKind::Io => "LooseleafIOError",
             ErrorKind::Corrupt => "CorruptFileError",
             ErrorKind::Unsupported => "UnsupportedError",

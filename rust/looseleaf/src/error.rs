@@ -84,6 +84,9 @@ pub enum IoErrorKind {
     NotFound,
     /// Access was denied (missing or wrong credentials, file permissions).
     PermissionDenied,
+    /// The file or object changed since it was opened (overwritten, rewritten in place,
+    /// truncated): reading on would mix bytes of two versions.
+    Changed,
     /// Anything else: a network failure, a store's error, a disk's.
     Other,
 }
@@ -97,6 +100,8 @@ pub enum ErrorKind {
     NotFound,
     /// Access denied.
     PermissionDenied,
+    /// The file or object changed since it was opened.
+    Changed,
     /// Another storage failure.
     Io,
     /// A damaged, truncated or unfinished file.
@@ -133,6 +138,7 @@ impl Error {
         match self {
             Self::Io { kind: IoErrorKind::NotFound, .. } => ErrorKind::NotFound,
             Self::Io { kind: IoErrorKind::PermissionDenied, .. } => ErrorKind::PermissionDenied,
+            Self::Io { kind: IoErrorKind::Changed, .. } => ErrorKind::Changed,
             Self::Io { .. } => ErrorKind::Io,
             Self::Corrupt { .. } => ErrorKind::Corrupt,
             Self::Unsupported { .. } => ErrorKind::Unsupported,

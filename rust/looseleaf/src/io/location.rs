@@ -15,7 +15,13 @@ use crate::storage::{Location, StorageOptions, StorePurpose};
 /// [`Error::InvalidArgument`](crate::Error::InvalidArgument) if the store refuses `options`.
 pub fn range_reader(location: &Location, options: &StorageOptions) -> Result<Arc<dyn RangeReader>> {
     Ok(match location {
-        Location::Local(path) => Arc::new(LocalFileReader::open(path)?.with_memory_map(options.memory_map()?)),
+        Location::Local(path) => {
+            let reader = LocalFileReader::open(path)?;
+            Arc::new(match options.memory_map()? {
+                Some(map) => reader.with_memory_map(map),
+                None => reader,
+            })
+        }
         Location::Memory(_) => {
             let (store, path) = location.object_store(options, StorePurpose::Read)?;
             // An in-process store answers as fast as a local disk: local I/O settings.

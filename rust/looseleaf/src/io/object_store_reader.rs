@@ -8,6 +8,13 @@
 //! once. A store built for reading does not retry by itself (see `storage`), so that this reader
 //! sees every throttling answer and the I/O scheduler can lower its depth.
 //!
+//! # One version
+//! The object's version is pinned by the first answer (the suffix read that opens a file): its
+//! ETag, and its version id where the store versions objects. Every later request, retry and
+//! hedge asks for that version (`If-Match`, and the version id): an object overwritten since
+//! is an error naming it ("changed since it was opened", [`IoErrorKind::Changed`]), or, where
+//! the store keeps versions, still the version opened; never bytes of two versions in one read.
+//!
 //! # Hedging
 //! On object stores a few percent of requests take far longer than their peers. The reader
 //! keeps a running estimate of a request's time (a fixed cost plus a cost per byte, from the
@@ -25,11 +32,11 @@ use std::time::{Duration, Instant};
 use bytes::Bytes;
 use futures::future::{BoxFuture, Either};
 use object_store::path::Path;
-use object_store::{GetOptions, GetRange, ObjectStore, ObjectStoreExt};
+use object_store::{GetOptions, GetRange, ObjectStore};
 
 use super::IoOptions;
 use super::range_reader::{RangeReader, ReaderStats};
-use crate::error::{Error, Result};
+use crate::error::{Error, IoErrorKind, Result};
 use crate::storage::{StoreError, StoreErrorKind};
 
 /// Attempts after the first for a retryable failure.
@@ -59,8 +66,17 @@ pub struct ObjectStoreReader {
     state: Arc<ReaderState>,
 }
 
+/// The version of the object a reader reads (see the module documentation).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+struct Version {
+    e_tag: Option<String>,
+    version: Option<String>,
+}
+
 #[derive(Default)]
 struct ReaderState {
+    /// Set by the first answer, never changed after.
+    pinned: std::sync::OnceLock<Version>,
     requests: AtomicU64,
     retries: AtomicU64,
     throttled: AtomicU64,
@@ -105,6 +121,33 @@ impl ObjectStoreReader {
         StoreError::new(e, &self.secrets)
     }
 
+    /// The options of a request for `range` of the pinned version (any version before one is).
+    fn get_options(&self, range: GetRange) -> GetOptions {
+        let mut options = GetOptions::new().with_range(Some(range));
+        if let Some(pinned) = self.state.pinned.get() {
+            options.if_match = pinned.e_tag.clone();
+            options.version = pinned.version.clone();
+        }
+        options
+    }
+
+    /// Pins the version an answer came from, or checks it against the one pinned.
+    fn pin(&self, meta: &object_store::ObjectMeta) -> Result<()> {
+        let seen = Version { e_tag: meta.e_tag.clone(), version: meta.version.clone() };
+        let pinned = self.state.pinned.get_or_init(|| seen.clone());
+        // A store that answered without an ETag cannot be held to one.
+        if pinned.e_tag.is_some() && seen.e_tag.is_some() && pinned.e_tag != seen.e_tag {
+            return Err(self.changed());
+        }
+        Ok(())
+    }
+
+    /// The error of an object no longer the version opened.
+    fn changed(&self) -> Error {
+        let why = std::io::Error::other("the object changed since it was opened (overwritten or deleted)");
+        Error::io_of_kind(self.location.clone(), IoErrorKind::Changed, why)
+    }
+
     /// Runs `attempt` until it succeeds, fails for good, or [`MAX_RETRIES`] retries are spent.
     async fn with_retries<T, F>(&self, mut attempt: impl FnMut() -> F) -> Result<T>
     where
@@ -118,6 +161,9 @@ impl ObjectStoreReader {
             };
             if error.kind() == StoreErrorKind::Throttled {
                 self.state.throttled.fetch_add(1, Ordering::Relaxed);
+            }
+            if error.kind() == StoreErrorKind::Changed {
+                return Err(self.changed());
             }
             if !error.is_retryable() || retries >= MAX_RETRIES {
                 return Err(error.at(self.location.clone()));
@@ -137,7 +183,7 @@ impl ObjectStoreReader {
             let model = self.state.estimate.lock().unwrap_or_else(|p| p.into_inner());
             model.hedge_delay(bytes)
         };
-        let primary = self.store.get_range(&self.path, range.clone());
+        let primary = self.get_pinned(range.clone());
         let result = match hedge_after {
             Some(delay) if request > HEDGE_WARMUP => {
                 let primary = Box::pin(primary);
@@ -145,7 +191,7 @@ impl ObjectStoreReader {
                     Either::Left((result, _)) => result,
                     Either::Right(((), primary)) if self.may_hedge(request) => {
                         self.state.hedges.fetch_add(1, Ordering::Relaxed);
-                        let hedge = Box::pin(self.store.get_range(&self.path, range.clone()));
+                        let hedge = Box::pin(self.get_pinned(range.clone()));
                         match futures::future::select(primary, hedge).await {
                             Either::Left((result, _)) | Either::Right((result, _)) => result,
                         }
@@ -160,6 +206,20 @@ impl ObjectStoreReader {
             model.observe(bytes, started.elapsed());
         }
         result
+    }
+
+    /// One request for `range` of the pinned version.
+    async fn get_pinned(&self, range: Range<u64>) -> std::result::Result<Bytes, object_store::Error> {
+        let result = self.store.get_opts(&self.path, self.get_options(GetRange::Bounded(range))).await?;
+        // An answer of another version than pinned (a store that ignores If-Match) is a
+        // precondition failure as well.
+        if self.pin(&result.meta).is_err() {
+            return Err(object_store::Error::Precondition {
+                path: self.path.to_string(),
+                source: "the object's ETag changed since it was opened".into(),
+            });
+        }
+        result.bytes().await
     }
 
     /// Whether one more hedge keeps them within one in [`HEDGE_EVERY`] requests.
@@ -250,13 +310,15 @@ impl RangeReader for ObjectStoreReader {
 
     fn get_suffix(&self, len: u64) -> BoxFuture<'_, Result<(Bytes, u64)>> {
         Box::pin(async move {
-            self.with_retries(|| async {
-                let options = GetOptions::new().with_range(Some(GetRange::Suffix(len)));
-                let result = self.store.get_opts(&self.path, options).await?;
-                let size = result.meta.size;
-                Ok((result.bytes().await?, size))
-            })
-            .await
+            let (meta, bytes) = self
+                .with_retries(|| async {
+                    let result = self.store.get_opts(&self.path, self.get_options(GetRange::Suffix(len))).await?;
+                    let meta = result.meta.clone();
+                    Ok((meta, result.bytes().await?))
+                })
+                .await?;
+            self.pin(&meta)?;
+            Ok((bytes, meta.size))
         })
     }
 

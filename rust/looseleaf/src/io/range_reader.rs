@@ -96,11 +96,21 @@ const DISK_UNIT: usize = 1024;
 
 /// A [`RangeReader`] over a local file, kept open, reading with positioned reads on tokio's
 /// blocking pool (object_store's local store reopens the file on every call), or, for large
-/// reads on Linux, by mapping the range.
+/// reads on Linux where mapping is safe, by mapping the range.
+///
+/// # One version
+/// The file's size and modification time when it was opened are its version: every read that
+/// copies checks them after its bytes are in (one `fstat`), and a file truncated, rewritten in
+/// place or appended to since is an error naming it ("changed since it was opened",
+/// [`IoErrorKind::Changed`](crate::error::IoErrorKind)), never bytes of two versions. A file
+/// replaced by a rename (how looseleaf and most writers replace files) is not a change: the
+/// reader keeps the file it opened.
 #[derive(Debug, Clone)]
 pub struct LocalFileReader {
     file: Arc<std::fs::File>,
     size: u64,
+    /// The modification time when opened (see *One version*).
+    modified: Option<std::time::SystemTime>,
     location: String,
     memory_map: bool,
     /// Units of [`DISK_UNIT`] bytes: [`DISK_BYTES_IN_FLIGHT`] less the large reads in flight.
@@ -123,13 +133,36 @@ impl LocalFileReader {
             return Err(Error::invalid_argument(format!("{location} is a directory, not a looseleaf file")));
         }
         let disk = Arc::new(tokio::sync::Semaphore::new(disk_units(DISK_BYTES_IN_FLIGHT)));
-        Ok(Self { file: Arc::new(file), size: metadata.len(), location, memory_map: cfg!(target_os = "linux"), disk })
+        let memory_map = cfg!(target_os = "linux") && on_read_only_file_system(&file);
+        let modified = metadata.modified().ok();
+        Ok(Self { file: Arc::new(file), size: metadata.len(), modified, location, memory_map, disk })
     }
 
-    /// Whether reads of 256 KiB or more map the file's pages (Linux only, where it is the
-    /// default) rather than copy them into fresh memory; sparse reads (takes) then also read
-    /// their large cached ranges from one mapping of the whole file (see
-    /// [`RangeReader::sparse_reader`]).
+    /// The error of a file that is no longer the version opened, if it is not (see *One
+    /// version*): called after a copying read, whose bytes may then be of another version.
+    fn check_unchanged(
+        file: &std::fs::File,
+        size: u64,
+        modified: Option<std::time::SystemTime>,
+        location: &str,
+    ) -> Result<()> {
+        let now = file.metadata().map_err(|e| Error::io(location.to_owned(), e))?;
+        if now.len() == size && now.modified().ok() == modified {
+            return Ok(());
+        }
+        let why = std::io::Error::other(format!(
+            "the file changed since it was opened ({} bytes then, {} now, or modified since): another process \
+             truncated or rewrote it in place",
+            size,
+            now.len()
+        ));
+        Err(Error::io_of_kind(location.to_owned(), crate::error::IoErrorKind::Changed, why))
+    }
+
+    /// Whether reads of 256 KiB or more map the file's pages (Linux only) rather than copy them
+    /// into fresh memory; sparse reads (takes) then also read their large cached ranges from one
+    /// mapping of the whole file (see [`RangeReader::sparse_reader`]). By default only files on
+    /// a read-only file system are mapped: nothing can truncate or rewrite them.
     ///
     /// A read buffer is memory the process has not touched before, faulted in 4 KiB at a time
     /// and then written by the copy; a mapping of pages the page cache holds is filled in one
@@ -141,8 +174,9 @@ impl LocalFileReader {
     /// truncates the file while a read runs or while such a batch lives, touching the lost
     /// pages raises `SIGBUS` and ends the process, as with any memory-mapped reader (pyarrow's
     /// `memory_map`, polars, safetensors). A file already shorter than its metadata when read
-    /// is reported as an error either way. Turn mapping off (storage option `memory_map`
-    /// `false`) for files that may be rewritten in place while they are read.
+    /// is reported as an error either way. Hence the default; turn mapping on (storage option
+    /// `memory_map` `true`) for files nothing rewrites in place while they are read (a dataset
+    /// only ever replaced by renames), for the speed of a process's first reads.
     pub fn with_memory_map(mut self, memory_map: bool) -> Self {
         self.memory_map = memory_map && cfg!(target_os = "linux");
         self
@@ -185,11 +219,16 @@ impl LocalFileReader {
         // threads were each fresh memory, faulted in page by page (a first-read take of 1,000
         // rows of 300 columns faulted in 26 of the 50 MB it read).
         let mut buf = Vec::with_capacity(len);
+        let (size, modified) = (self.size, self.modified);
         if len <= INLINE_READ && read_cached(&file, &mut buf, len, range.start) == len {
+            Self::check_unchanged(&file, size, modified, &location)?;
             return Ok(Bytes::from(buf));
         }
         tokio::task::spawn_blocking(move || {
-            read_rest(&file, buf, len, range.start).map(Bytes::from).map_err(|e| Error::io(location, e))
+            let read = read_rest(&file, buf, len, range.start).map(Bytes::from);
+            // A short read may be a truncation since the file was opened: say so.
+            Self::check_unchanged(&file, size, modified, &location)?;
+            read.map_err(|e| Error::io(location, e))
         })
         .await
         .map_err(|e| Error::internal(format!("a read task failed: {e}")))?
@@ -224,6 +263,23 @@ impl RangeReader for LocalFileReader {
             Ok((bytes, self.size))
         })
     }
+}
+
+/// Whether `file` lies on a file system mounted read-only, where mapping it is safe (nothing can
+/// truncate or rewrite it while it is mapped).
+#[cfg(unix)]
+fn on_read_only_file_system(file: &std::fs::File) -> bool {
+    use std::os::fd::AsRawFd;
+    let mut stat = std::mem::MaybeUninit::<libc::statvfs>::uninit();
+    // SAFETY: `fstatvfs` fills the struct it is given on success and nothing else.
+    let done = unsafe { libc::fstatvfs(file.as_raw_fd(), stat.as_mut_ptr()) };
+    // SAFETY: initialised by the successful call.
+    done == 0 && unsafe { stat.assume_init() }.f_flag & libc::ST_RDONLY != 0
+}
+
+#[cfg(not(unix))]
+fn on_read_only_file_system(_file: &std::fs::File) -> bool {
+    false
 }
 
 /// `len` bytes in units of [`DISK_UNIT`], rounded up.
@@ -596,8 +652,9 @@ mod tests {
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn sparse_reads_return_the_file_bytes_cached_or_not() {
         let (file, data) = file_of(3 << 20);
-        let mapping = LocalFileReader::open(file.path()).unwrap();
+        let mapping = LocalFileReader::open(file.path()).unwrap().with_memory_map(true);
         let copying = mapping.clone().with_memory_map(false);
+        assert!(LocalFileReader::open(file.path()).unwrap().sparse_reader().is_none(), "maps by default");
         assert!(copying.sparse_reader().is_none(), "a copying reader serves sparse reads itself");
         // Only where reads are mapped at all.
         assert_eq!(mapping.sparse_reader().is_some(), cfg!(target_os = "linux"));
@@ -664,7 +721,9 @@ mod tests {
     }
 
     /// A file cut short after it was opened: a read of the lost bytes is an error, mapped or
-    /// not (populating the mapping fails where touching it would raise `SIGBUS`).
+    /// not (populating the mapping fails where touching it would raise `SIGBUS`); a copying
+    /// reader's every later read is one too (the file is no longer the version opened), while
+    /// a mapped range still there reads as before.
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn a_read_of_a_file_truncated_since_it_was_opened_is_an_error() {
         for memory_map in [true, false] {
@@ -674,9 +733,33 @@ mod tests {
             let error = reader.get_range(512 << 10..(2 << 20) - 1).await.unwrap_err();
             assert!(matches!(error, Error::Io { .. }), "memory_map {memory_map}: {error}");
             assert!(error.to_string().contains(&file.path().display().to_string()), "{error}");
-            // What is still there reads as before.
-            let bytes = reader.get_range(0..(1 << 20)).await.unwrap();
-            assert_eq!(&bytes[..], &data[..1 << 20], "memory_map {memory_map}");
+            let still_there = reader.get_range(0..(1 << 20)).await;
+            match memory_map && cfg!(target_os = "linux") {
+                true => assert_eq!(&still_there.unwrap()[..], &data[..1 << 20]),
+                false => {
+                    let error = still_there.unwrap_err();
+                    assert_eq!(error.kind(), crate::error::ErrorKind::Changed, "{error}");
+                }
+            }
+        }
+    }
+
+    /// A file rewritten in place (same size, new bytes) after it was opened: a copying read is
+    /// an error, never the new bytes at the old offsets.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_read_of_a_file_rewritten_since_it_was_opened_is_an_error() {
+        use std::io::{Seek, Write};
+        let (file, data) = file_of(1 << 20);
+        let reader = LocalFileReader::open(file.path()).unwrap();
+        assert_eq!(&reader.get_range(0..4096).await.unwrap()[..], &data[..4096]);
+        let mut handle = file.as_file();
+        handle.seek(std::io::SeekFrom::Start(0)).unwrap();
+        handle.write_all(&vec![0xAB; 4096]).unwrap();
+        let later = std::time::SystemTime::now() + std::time::Duration::from_secs(1);
+        handle.set_modified(later).unwrap();
+        for range in [0..4096, 100_000..900_000] {
+            let error = reader.get_range(range.clone()).await.unwrap_err();
+            assert_eq!(error.kind(), crate::error::ErrorKind::Changed, "{range:?}: {error}");
         }
     }
 
@@ -684,7 +767,7 @@ mod tests {
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn a_sparse_read_of_a_file_truncated_since_it_was_opened_is_an_error() {
         let (file, data) = file_of(2 << 20);
-        let reader = LocalFileReader::open(file.path()).unwrap();
+        let reader = LocalFileReader::open(file.path()).unwrap().with_memory_map(true);
         let _ = reader.get_range(0..2 << 20).await.unwrap();
         let Some(sparse) = reader.sparse_reader() else { return };
         file.as_file().set_len(1 << 20).unwrap();
@@ -692,7 +775,10 @@ mod tests {
             let error = sparse.get_range(range.clone()).await.unwrap_err();
             assert!(matches!(error, Error::Io { .. }), "{range:?}: {error}");
         }
-        let bytes = sparse.get_range(0..(1 << 20)).await.unwrap();
-        assert_eq!(&bytes[..], &data[..1 << 20]);
+        // What is still there: as before from the mapping, or the change reported by a copy.
+        match sparse.get_range(0..(1 << 20)).await {
+            Ok(bytes) => assert_eq!(&bytes[..], &data[..1 << 20]),
+            Err(error) => assert_eq!(error.kind(), crate::error::ErrorKind::Changed, "{error}"),
+        }
     }
 }

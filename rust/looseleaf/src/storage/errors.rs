@@ -18,6 +18,9 @@ pub enum StoreErrorKind {
     NotFound,
     /// The credentials are missing, wrong, or not allowed to do this.
     PermissionDenied,
+    /// A condition of the request failed (HTTP 412: the object is no longer the version the
+    /// request was made for).
+    Changed,
     /// The store asked the client to slow down (HTTP 429, 503, `SlowDown`).
     Throttled,
     /// The request may succeed if tried again (connection refused or reset, a timeout, HTTP 500,
@@ -56,6 +59,7 @@ impl StoreError {
             (object_store::Error::NotFound { .. }, _) | (_, Some(404)) => StoreErrorKind::NotFound,
             (object_store::Error::PermissionDenied { .. } | object_store::Error::Unauthenticated { .. }, _)
             | (_, Some(401 | 403)) => StoreErrorKind::PermissionDenied,
+            (object_store::Error::Precondition { .. }, _) | (_, Some(412)) => StoreErrorKind::Changed,
             (_, Some(429 | 503)) => StoreErrorKind::Throttled,
             _ if message.contains("SlowDown") || message.contains("TooManyRequests") => StoreErrorKind::Throttled,
             (_, Some(500 | 502 | 504)) => StoreErrorKind::Transient,
@@ -80,6 +84,7 @@ impl StoreError {
         let kind = match self.kind {
             StoreErrorKind::NotFound => IoErrorKind::NotFound,
             StoreErrorKind::PermissionDenied => IoErrorKind::PermissionDenied,
+            StoreErrorKind::Changed => IoErrorKind::Changed,
             _ => IoErrorKind::Other,
         };
         Error::io_of_kind(location, kind, self)

@@ -20,7 +20,8 @@ use crate::error::{Error, Result};
 /// `aws_access_key_id`, `google_service_account`, `azure_storage_account_name`, `allow_http`,
 /// `timeout`...), applied on top of what the environment configures.
 ///
-/// Local files take one key, `memory_map` (`true` by default, `false` reads with copies; see
+/// Local files take one key, `memory_map` (`true` maps large reads, `false` copies; by default
+/// only files on a read-only file system are mapped; see
 /// [`LocalFileReader::with_memory_map`](crate::io::LocalFileReader::with_memory_map)).
 ///
 /// Keys are case-insensitive. A key the store does not know is an error when the store is
@@ -46,14 +47,16 @@ impl StorageOptions {
         self.0.iter().map(|(k, v)| (k.as_str(), v.as_str()))
     }
 
-    /// Whether large reads of a local file map it (the `memory_map` key; `true` if unset).
+    /// Whether large reads of a local file map it (the `memory_map` key; `None` if unset: the
+    /// reader's default).
     ///
     /// # Errors
     /// [`Error::InvalidArgument`] for a value other than `true` or `false`.
-    pub(crate) fn memory_map(&self) -> Result<bool> {
+    pub(crate) fn memory_map(&self) -> Result<Option<bool>> {
         match self.0.get("memory_map").map(|v| v.to_ascii_lowercase()).as_deref() {
-            None | Some("true") => Ok(true),
-            Some("false") => Ok(false),
+            None => Ok(None),
+            Some("true") => Ok(Some(true)),
+            Some("false") => Ok(Some(false)),
             Some(other) => Err(Error::invalid_argument(format!(
                 "storage_options: memory_map must be true or false, not {other:?}"
             ))),
@@ -258,8 +261,8 @@ mod tests {
     #[test]
     fn memory_map_is_a_flag() {
         let with = |value: &str| [("Memory_Map", value)].into_iter().collect::<StorageOptions>().memory_map();
-        assert!(StorageOptions::new().memory_map().unwrap());
-        assert!(with("TRUE").unwrap() && !with("false").unwrap());
+        assert_eq!(StorageOptions::new().memory_map().unwrap(), None);
+        assert_eq!((with("TRUE").unwrap(), with("false").unwrap()), (Some(true), Some(false)));
         let e = with("sometimes").unwrap_err();
         assert!(matches!(e, Error::InvalidArgument { .. }) && e.to_string().contains("sometimes"), "{e}");
     }
