@@ -65,13 +65,15 @@ LOOSELEAF_FUZZ_WRITE_SEEDS="$seeds" "$binary"
 
 # libFuzzer flags: a time limit per input (the harness's own limit for a hang is 20 s), a cap on
 # the process's memory (single allocations are capped at 1 GiB by the target's allocator),
-# inputs up to 64 KiB (the seeds are a few KiB).
+# inputs up to 64 KiB (the seeds are a few KiB), and a dictionary of the values that found
+# classes of bugs (huge counts, widths, NUL bytes in names: fuzz/fuzz_read.dict).
 flags=(
     -max_total_time="$seconds"
     -timeout=30
     -rss_limit_mb=2048
     -malloc_limit_mb=2048
     -max_len=65536
+    -dict="$root/fuzz/fuzz_read.dict"
     -print_final_stats=1
     -artifact_prefix="$artifacts/"
 )

@@ -6,6 +6,7 @@ import os
 import signal
 import subprocess
 import sys
+import textwrap
 
 import pyarrow as pa
 import pytest
@@ -245,3 +246,49 @@ def test_a_writer_killed_mid_write_leaves_no_file(tmp_path):
     for leftover in tmp_path.iterdir():
         with pytest.raises(LooseleafError):
             looseleaf.open(leftover).to_table()
+
+
+BOMB = os.path.join(os.path.dirname(__file__), "data", "bomb_2p40.leaf")
+
+
+def test_a_file_that_decodes_to_terabytes_is_refused_or_streamed_under_a_memory_cap():
+    """453 bytes claiming 2^40 rows of a constant string, nulls and zeros (made by
+    rust/looseleaf/tests/bombs.rs): under a 4 GiB address-space cap, whole results are refused
+    with OutOfMemoryError stating rows and bytes, before anything is allocated; takes and
+    streams work in bounded memory; the process never aborts."""
+    child = textwrap.dedent(
+        f"""
+        import resource
+        resource.setrlimit(resource.RLIMIT_AS, (4 << 30, 4 << 30))
+        import pyarrow as pa, looseleaf
+        reader = looseleaf.open({BOMB!r})
+        assert reader.num_rows == 1 << 40
+        for whole in (lambda: reader.to_table(), lambda: reader.to_table(columns=["z"]),
+                      lambda: looseleaf.dataset({BOMB!r}).to_table()):
+            try:
+                whole()
+                raise SystemExit("a whole result of 2^40 rows was built")
+            except looseleaf.OutOfMemoryError as e:
+                assert isinstance(e, MemoryError)
+                assert "bomb_2p40.leaf" in str(e) and "1099511627776 rows" in str(e), e
+        assert reader.take([0, (1 << 40) - 1]).num_rows == 2
+        stream = reader.read_all(columns=["c"])
+        for _ in range(3):
+            assert stream.read_next_batch().num_rows > 0
+        print("ok")
+        """
+    )
+    result = subprocess.run([sys.executable, "-c", child], capture_output=True, text=True, timeout=300)
+    assert result.returncode == 0, (result.returncode, result.stdout, result.stderr[-3000:])
+    assert result.stdout.strip().endswith("ok")
+
+
+def test_a_field_name_arrow_cannot_carry_is_an_error_naming_the_file():
+    """A NUL byte in a field name (made by rust/looseleaf/tests/bombs.rs) cannot cross Arrow's C
+    data interface: opening the file says so, naming it, instead of an ArrowInvalid without a
+    name from whichever read meets it first."""
+    path = os.path.join(os.path.dirname(__file__), "data", "nul_in_name.leaf")
+    with pytest.raises(UnsupportedError, match=r"nul_in_name\.leaf.*C data interface"):
+        looseleaf.open(path)
+    with pytest.raises(UnsupportedError, match=r"nul_in_name\.leaf"):
+        looseleaf.dataset(path)

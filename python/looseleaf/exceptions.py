@@ -45,6 +45,11 @@ class SchemaMismatchError(LooseleafError, ValueError):
     """Data given to a writer does not match its schema."""
 
 
+class OutOfMemoryError(LooseleafError, MemoryError):
+    """A read's result (a ``take``, a table) would need more memory than the process can get:
+    refused before it is built, saying how much it needed. Stream it (``read_all``) instead."""
+
+
 __all__ = [
     "CorruptFileError",
     "InvalidArgumentError",
@@ -52,6 +57,7 @@ __all__ = [
     "LooseleafIOError",
     "NotFoundError",
     "ObjectChangedError",
+    "OutOfMemoryError",
     "PermissionDeniedError",
     "SchemaMismatchError",
     "UnsupportedError",

@@ -103,6 +103,22 @@ pub fn import_schema(obj: &Bound<'_, PyAny>) -> PyResult<SchemaRef> {
     Ok(Arc::new(schema))
 }
 
+/// Checks that `schema`, the schema of the file or dataset `location`, can cross Arrow's C data
+/// interface, through which every read hands its batches to Python: a field name holding a NUL
+/// byte cannot (names are C strings). Checked when the file is opened, so that the error names
+/// it, instead of an `ArrowInvalid` without a name from whichever read meets it first.
+pub fn check_exportable(schema: &SchemaRef, location: &str) -> PyResult<()> {
+    FFI_ArrowSchema::try_from(schema.as_ref()).map(drop).map_err(|e| {
+        crate::errors::to_py_err(
+            looseleaf::Error::unsupported(format!(
+                "its schema cannot cross Arrow's C data interface to Python ({e}): a field name with a NUL \
+                 byte?"
+            ))
+            .with_location(location),
+        )
+    })
+}
+
 /// Turns the async batch stream of a read into the blocking reader the C stream interface
 /// calls (pyarrow calls it with the GIL released).
 ///

@@ -311,6 +311,7 @@ impl PyDataset {
         };
         let source = self::source(source)?;
         let dataset = wait(py, async move { Dataset::open(source, options).await })?.py_err()?;
+        crate::arrow::check_exportable(dataset.schema(), dataset.name())?;
         Ok(Self { dataset })
     }
 

@@ -24,6 +24,7 @@ pub fn to_py_err(error: Error) -> PyErr {
             ErrorKind::Unsupported => "UnsupportedError",
             ErrorKind::InvalidArgument => "InvalidArgumentError",
             ErrorKind::Schema => "SchemaMismatchError",
+            ErrorKind::OutOfMemory => "OutOfMemoryError",
             _ => "LooseleafError",
         };
         let message = error.to_string();

@@ -107,6 +107,7 @@ pub(crate) fn stream<S: ReadSource>(py: Python<'_>, read: ReadBuilder<S>) -> PyR
 /// which a stream consumed by pyarrow cannot do).
 pub(crate) fn read_table<S: ReadSource>(py: Python<'_>, read: ReadBuilder<S>) -> PyResult<PyBatches> {
     let (schema, batches) = wait(py, async move {
+        S::check_result_fits(&read).await?;
         let stream = S::stream(read).await?;
         let schema = stream.schema().clone();
         Ok::<_, looseleaf::Error>((schema, stream.try_collect().await?))

@@ -36,6 +36,7 @@ impl PyFileReader {
         let storage = crate::storage::storage_options(storage_options)?;
         let location = Location::parse(&text).py_err()?;
         let file = wait(py, async move { FileReader::open_location(&location, &storage).await })?.py_err()?;
+        crate::arrow::check_exportable(file.schema(), file.location())?;
         Ok(Self { file: file.with_options(options) })
     }
 

@@ -68,6 +68,16 @@ pub enum Error {
     /// Data given to the writer does not match its schema.
     Schema(String),
 
+    /// A read's result, or a piece of it, needs more memory than the process can get: refused
+    /// before allocating it (an allocation that fails aborts a Rust process). The message says
+    /// how much was needed and what to do instead.
+    OutOfMemory {
+        /// The file, once known.
+        location: Option<String>,
+        /// What needed how much.
+        message: String,
+    },
+
     /// Arrow rejected data it was asked to build, where no file is involved yet (a reader adds
     /// the file with [`Error::with_location`], which makes this a [`Error::Corrupt`]).
     Arrow(Arc<arrow_schema::ArrowError>),
@@ -112,6 +122,8 @@ pub enum ErrorKind {
     InvalidArgument,
     /// Data that does not match the writer's schema.
     Schema,
+    /// More memory than the process can get.
+    OutOfMemory,
     /// A bug.
     Internal,
 }
@@ -144,6 +156,7 @@ impl Error {
             Self::Unsupported { .. } => ErrorKind::Unsupported,
             Self::InvalidArgument { .. } => ErrorKind::InvalidArgument,
             Self::Schema(_) => ErrorKind::Schema,
+            Self::OutOfMemory { .. } => ErrorKind::OutOfMemory,
             // An Arrow error no reader placed in a file (see `with_location`): not a file's fault.
             Self::Internal(_) | Self::Arrow(_) => ErrorKind::Internal,
         }
@@ -169,6 +182,11 @@ impl Error {
         Self::InvalidArgument { location: None, message: message.into() }
     }
 
+    /// An out-of-memory error about a file not known yet.
+    pub fn out_of_memory(message: impl Into<String>) -> Self {
+        Self::OutOfMemory { location: None, message: message.into() }
+    }
+
     /// An internal error (a bug).
     pub fn internal(message: impl Into<String>) -> Self {
         Self::Internal(message.into())
@@ -191,6 +209,7 @@ impl Error {
             },
             Self::Unsupported { location: None, message } => Self::Unsupported { location: known(), message },
             Self::InvalidArgument { location: None, message } => Self::InvalidArgument { location: known(), message },
+            Self::OutOfMemory { location: None, message } => Self::OutOfMemory { location: known(), message },
             other => other,
         }
     }
@@ -201,7 +220,8 @@ impl Error {
             Self::Io { location, .. } => Some(location),
             Self::Corrupt { location, .. }
             | Self::Unsupported { location, .. }
-            | Self::InvalidArgument { location, .. } => location.as_deref(),
+            | Self::InvalidArgument { location, .. }
+            | Self::OutOfMemory { location, .. } => location.as_deref(),
             Self::Schema(_) | Self::Arrow(_) | Self::Internal(_) => None,
         }
     }
@@ -234,6 +254,10 @@ impl fmt::Display for Error {
                 None => write!(f, "invalid argument: {message}"),
             },
             Self::Schema(message) => write!(f, "schema mismatch: {message}"),
+            Self::OutOfMemory { location, message } => match location {
+                Some(location) => write!(f, "out of memory: {location}: {message}"),
+                None => write!(f, "out of memory: {message}"),
+            },
             Self::Arrow(e) => write!(f, "arrow error: {e}"),
             Self::Internal(message) => write!(f, "internal error: {message}"),
         }

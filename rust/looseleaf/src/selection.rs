@@ -116,7 +116,9 @@ impl RowSelection {
 
     /// The items of the selected rows of fixed-size lists of `dimension` items.
     pub fn scaled(&self, dimension: u64) -> Self {
-        Self::from_sorted(self.ranges.iter().map(|r| r.start * dimension..r.end * dimension).collect())
+        Self::from_sorted(
+            self.ranges.iter().map(|r| r.start.saturating_mul(dimension)..r.end.saturating_mul(dimension)).collect(),
+        )
     }
 
     /// A selection of sorted, possibly touching or empty ranges.

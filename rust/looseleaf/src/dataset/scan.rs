@@ -308,6 +308,9 @@ impl ReadBuilder<Dataset> {
     async fn take_rows(self, indices: &[u64]) -> Result<RecordBatch> {
         let dataset = self.dataset().clone();
         let projection = self.projection().await?;
+        let types = projection.schema.fields().iter().map(|f| f.data_type());
+        crate::encodings::limits::check_result_fits(indices.len() as u64, types, "a take")
+            .map_err(|e| e.with_location(dataset.name()))?;
         let filter_projection = match (&self.filter, &self.columns) {
             // Read the filter's columns too, evaluate it on the rows, then project.
             (Some(filter), Some(columns)) => {
@@ -386,6 +389,22 @@ impl ReadBuilder<Dataset> {
         Ok(taken)
     }
 
+    /// Refuses the read if its whole result cannot fit in the memory the process can still get
+    /// (see [`ReadBuilder::<FileReader>::check_result_fits`]); a filtered read is not weighed.
+    ///
+    /// # Errors
+    /// [`Error::OutOfMemory`] naming the dataset, the rows and the bytes.
+    pub async fn check_result_fits(&self) -> Result<()> {
+        if self.filter.is_some() {
+            return Ok(());
+        }
+        let name = self.dataset().name();
+        let rows = self.rows.selection(self.dataset().num_rows()).map_err(|e| e.with_location(name))?.num_rows();
+        let schema = self.projection().await?.schema;
+        let types = schema.fields().iter().map(|f| f.data_type());
+        crate::encodings::limits::check_result_fits(rows, types, "a read").map_err(|e| e.with_location(name))
+    }
+
     /// The number of rows the read returns.
     ///
     /// Without a filter, from the files' metadata and the rows asked for alone; with one, files
@@ -462,6 +481,10 @@ impl ReadSource for Dataset {
 
     async fn count_rows(read: ReadBuilder<Self>) -> Result<u64> {
         read.count_rows().await
+    }
+
+    async fn check_result_fits(read: &ReadBuilder<Self>) -> Result<()> {
+        read.check_result_fits().await
     }
 }
 

@@ -236,6 +236,24 @@ impl ReadBuilder<FileReader> {
         IoScheduler::with_trace(reader, io, budget, self.trace.clone())
     }
 
+    /// Refuses the read if its whole result cannot fit in the memory the process can still get
+    /// ([`check_result_fits`](crate::encodings::limits::check_result_fits)), before it starts:
+    /// what a front end that collects a read into one table calls first. A filtered read is not
+    /// weighed (how many rows match is not known before it runs); a stream needs no such check.
+    ///
+    /// # Errors
+    /// [`Error::OutOfMemory`](crate::Error::OutOfMemory) naming the file, the rows and the bytes.
+    pub async fn check_result_fits(&self) -> Result<()> {
+        if self.filter.is_some() {
+            return Ok(());
+        }
+        let location = self.source.location();
+        let rows = self.selection().map_err(|e| e.with_location(location))?.num_rows();
+        let (_, schema) = self.output_fields().await.map_err(|e| e.with_location(location))?;
+        let types = schema.fields().iter().map(|f| f.data_type());
+        crate::encodings::limits::check_result_fits(rows, types, "a read").map_err(|e| e.with_location(location))
+    }
+
     /// The number of rows the read returns: without a filter, from the rows asked for alone;
     /// with one, by reading the filter's columns (and no other) and counting the matches.
     ///
@@ -314,5 +332,9 @@ impl ReadSource for FileReader {
 
     async fn count_rows(read: ReadBuilder<Self>) -> Result<u64> {
         read.count_rows().await
+    }
+
+    async fn check_result_fits(read: &ReadBuilder<Self>) -> Result<()> {
+        read.check_result_fits().await
     }
 }

@@ -296,18 +296,19 @@ async fn run_chunks(
         stats.one_pass.store(1, Ordering::Relaxed);
         return run_one_pass(setup, &base, stats, sender).await;
     }
-    let chunks = split(&setup.candidates, setup.chunk_rows);
+    let mut chunks = split(&setup.candidates, setup.chunk_rows);
     let start_stage2 = |chunk: RowSelection| {
         let read = sub_read(&base, &setup.filter_names).with_selection(chunk.clone());
         let (predicate, fields) = (setup.predicate.clone(), setup.filter_fields.clone());
         tokio::spawn(evaluate_chunk(read, chunk, predicate, fields))
     };
     let mut output = Output::new(setup.schema.clone(), setup.batch_size);
-    let mut next = chunks.first().cloned().map(start_stage2);
-    for (i, chunk) in chunks.iter().enumerate() {
-        let Some(handle) = next.take() else { break };
+    // Each chunk's stage 2 starts while the chunk before goes through stage 3.
+    let mut next = chunks.next().map(|chunk| (chunk.clone(), start_stage2(chunk)));
+    while let Some((chunk, handle)) = next.take() {
+        let chunk = &chunk;
         let evaluated = handle.await.map_err(|e| Error::internal(format!("a filter task failed: {e}")))??;
-        next = chunks.get(i + 1).cloned().map(start_stage2);
+        next = chunks.next().map(|chunk| (chunk.clone(), start_stage2(chunk)));
         stats.rows_matched.fetch_add(evaluated.matched, Ordering::Relaxed);
         if evaluated.matched == 0 {
             continue;
@@ -484,28 +485,44 @@ fn touches_a_quarter_of_blocks(rows: &[u64], chunk: &RowSelection) -> bool {
     touched * 4 >= blocks
 }
 
-/// Splits `selection` into selections of at most `rows` rows.
-fn split(selection: &RowSelection, rows: u64) -> Vec<RowSelection> {
-    let mut chunks = Vec::new();
-    let mut current: Vec<Range<u64>> = Vec::new();
-    let mut count = 0;
-    for range in selection.ranges() {
-        let mut start = range.start;
-        while start < range.end {
-            let end = range.end.min(start + (rows - count));
-            current.push(start..end);
-            count += end - start;
-            start = end;
-            if count == rows {
-                chunks.push(RowSelection::from_sorted_ranges(std::mem::take(&mut current)));
-                count = 0;
+/// Splits `selection` into selections of at most `rows` rows, one at a time: a file may claim
+/// 2^46 rows in a few hundred bytes (a constant page), so the chunks are never listed ahead.
+fn split(selection: &RowSelection, rows: u64) -> Chunks<'_> {
+    Chunks { ranges: selection.ranges(), next: 0, start: selection.ranges().first().map_or(0, |r| r.start), rows }
+}
+
+/// The chunks of [`split`], made as they are asked for.
+struct Chunks<'a> {
+    ranges: &'a [Range<u64>],
+    /// The range the next chunk starts in, and the row it starts at.
+    next: usize,
+    start: u64,
+    rows: u64,
+}
+
+impl Iterator for Chunks<'_> {
+    type Item = RowSelection;
+
+    fn next(&mut self) -> Option<RowSelection> {
+        let mut current: Vec<Range<u64>> = Vec::new();
+        let mut count = 0;
+        while count < self.rows {
+            let Some(range) = self.ranges.get(self.next) else { break };
+            let start = self.start.max(range.start);
+            let end = range.end.min(start + (self.rows - count));
+            if start < end {
+                current.push(start..end);
+                count += end - start;
+            }
+            if end >= range.end {
+                self.next += 1;
+                self.start = self.ranges.get(self.next).map_or(0, |r| r.start);
+            } else {
+                self.start = end;
             }
         }
+        (!current.is_empty()).then(|| RowSelection::from_sorted_ranges(current))
     }
-    if !current.is_empty() {
-        chunks.push(RowSelection::from_sorted_ranges(current));
-    }
-    chunks
 }
 
 /// Walks the filter batches of a chunk in step with the batches of another read of its rows.
@@ -738,7 +755,7 @@ mod tests {
     #[test]
     fn split_cuts_selections_at_a_row_count() {
         let selection = RowSelection::from_sorted_ranges(vec![0..5, 10..13, 20..30]);
-        let chunks: Vec<Vec<Range<u64>>> = split(&selection, 4).iter().map(|c| c.ranges().to_vec()).collect();
+        let chunks: Vec<Vec<Range<u64>>> = split(&selection, 4).map(|c| c.ranges().to_vec()).collect();
         assert_eq!(chunks, vec![vec![0..4], vec![4..5, 10..13], vec![20..24], vec![24..28], vec![28..30]]);
     }
 }

@@ -73,6 +73,10 @@ pub trait ReadSource: Clone + Send + Sync + Sized + 'static {
 
     /// The rows the read returns (see `ReadBuilder::count_rows`).
     fn count_rows(read: ReadBuilder<Self>) -> impl Future<Output = Result<u64>> + Send;
+
+    /// Refuses a read whose whole result cannot fit in memory (see
+    /// `ReadBuilder::check_result_fits`).
+    fn check_result_fits(read: &ReadBuilder<Self>) -> impl Future<Output = Result<()>> + Send;
 }
 
 /// Describes a read of a file ([`FileReader::read`]) or of a dataset

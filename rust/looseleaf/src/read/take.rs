@@ -21,8 +21,15 @@ impl ReadBuilder<FileReader> {
     ///
     /// # Errors
     /// As [`stream`](Self::stream); an index out of range is an
-    /// [`Error::InvalidArgument`](crate::Error::InvalidArgument) naming it.
+    /// [`Error::InvalidArgument`](crate::Error::InvalidArgument) naming it; a result that cannot
+    /// fit in memory an [`Error::OutOfMemory`](crate::Error::OutOfMemory), before anything is
+    /// read (see [`check_result_fits`](Self::check_result_fits)).
     pub async fn take(self, indices: &[u64]) -> Result<RecordBatch> {
+        let location = self.source.location().to_string();
+        let (_, schema) = self.output_fields().await.map_err(|e| e.with_location(&location))?;
+        let types = schema.fields().iter().map(|f| f.data_type());
+        crate::encodings::limits::check_result_fits(indices.len() as u64, types, "a take")
+            .map_err(|e| e.with_location(&location))?;
         let traced = self.trace.clone().map(|trace| {
             let start = trace.now();
             (trace, start)

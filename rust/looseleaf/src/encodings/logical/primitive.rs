@@ -137,7 +137,10 @@ pub fn split_nulls(block: DataBlock, data_type: &DataType) -> Result<Split> {
         return Ok(Split::Done(Arc::new(NullArray::new(num_values))));
     }
     let (nulls, values) = match block {
-        DataBlock::AllNull { num_values } => return Ok(Split::Done(new_null_array(data_type, num_values as usize))),
+        DataBlock::AllNull { num_values } => {
+            crate::encodings::limits::check_null_array(data_type, num_values)?;
+            return Ok(Split::Done(new_null_array(data_type, num_values as usize)));
+        }
         DataBlock::Nullable { validity, values } => (Some(NullBuffer::new(validity)), *values),
         other => (None, other),
     };

@@ -71,7 +71,7 @@ impl BinaryScheduler {
             None => {
                 let plain = PlainEncoding { bits_per_value: bits as u64, buffer: encoding.offsets_buffer };
                 let scheduler = PlainScheduler::try_new(&plain, &offsets_page)?;
-                (Box::new(scheduler), offsets_page.num_rows * bits as u64 / 8)
+                (Box::new(scheduler), offsets_page.num_rows.saturating_mul(bits as u64) / 8)
             }
         };
         let data = page.buffer(encoding.data_buffer, None, "binary data")?;

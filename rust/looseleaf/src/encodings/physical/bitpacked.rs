@@ -75,7 +75,13 @@ impl BitpackedScheduler {
     /// The scheduler of `encoding` in `page`.
     pub fn try_new(encoding: &BitpackedEncoding, page: &PageContext) -> Result<Self> {
         let layout = Layout::try_new(encoding)?;
-        let expected = page.num_rows.div_ceil(BLOCK as u64) * block_bytes(layout.bit_width);
+        let expected =
+            page.num_rows.div_ceil(BLOCK as u64).checked_mul(block_bytes(layout.bit_width)).ok_or_else(|| {
+                crate::error::Error::corrupt(format!(
+                    "bit-packed page of {} rows at {} bits: its size overflows",
+                    page.num_rows, layout.bit_width
+                ))
+            })?;
         let buffer = page.buffer(encoding.buffer, Some(expected), "bit-packed values")?;
         Ok(Self { layout, buffer, num_rows: page.num_rows })
     }

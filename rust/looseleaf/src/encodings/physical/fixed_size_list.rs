@@ -77,7 +77,8 @@ impl PageDecoder for FixedSizeListDecoder {
 
     fn decode(&self, rows_to_skip: u64, num_rows: u64) -> Result<DataBlock> {
         let d = self.dimension;
-        let values = self.values.decode(rows_to_skip * d, num_rows * d)?;
+        let (skip, len) = items(rows_to_skip, num_rows, d)?;
+        let values = self.values.decode(skip, len)?;
         Ok(DataBlock::FixedSizeList { dimension: d, values: Box::new(values) })
     }
 
@@ -92,7 +93,17 @@ impl PageDecoder for FixedSizeListDecoder {
     }
 
     fn decode_into(&self, rows_to_skip: u64, num_rows: u64, out: &mut [u8]) -> Result<()> {
-        let d = self.dimension;
-        self.values.decode_into(rows_to_skip * d, num_rows * d, out)
+        let (skip, len) = items(rows_to_skip, num_rows, self.dimension)?;
+        self.values.decode_into(skip, len, out)
     }
+}
+
+/// The items of `num_rows` lists of `dimension` items after `rows_to_skip` lists, checked.
+fn items(rows_to_skip: u64, num_rows: u64, dimension: u64) -> Result<(u64, u64)> {
+    let overflow =
+        || crate::error::Error::corrupt(format!("fixed-size lists of {dimension} items: item counts overflow"));
+    Ok((
+        rows_to_skip.checked_mul(dimension).ok_or_else(overflow)?,
+        num_rows.checked_mul(dimension).ok_or_else(overflow)?,
+    ))
 }
