@@ -151,9 +151,12 @@ def write_dataset(
     file after that many rows; ``max_open_files`` (default 64) bounds the files being written
     at once (each holds its unfinished pages), finishing the least recently written first.
     ``existing_data``: ``"error"`` refuses a directory holding data files, ``"append"`` adds
-    files next to them, ``"overwrite"`` deletes them once every new file is written. Other
-    keywords are :class:`looseleaf.FileWriter`'s (``page_size``, ``compression``, ...).
-    Each file appears only once complete."""
+    files of the same columns, ``"overwrite"`` replaces the dataset. Other keywords are
+    :class:`looseleaf.FileWriter`'s (``page_size``, ``compression``, ...).
+
+    The write is one commit of the directory's log: :func:`looseleaf.dataset` sees the dataset
+    as it was until the last file is written, then all of the write at once; a write that fails
+    deletes what it wrote, and one whose process dies leaves nothing readers see."""
     if isinstance(data, pa.RecordBatch):
         data = pa.Table.from_batches([data])
     elif not hasattr(data, "__arrow_c_stream__"):

@@ -1,7 +1,7 @@
 //! The commit log of a dataset directory: which data files a reader sees, made visible by one
 //! small write per job, so that no step needs an atomic rename (object stores have none).
 //!
-//! Layout (written through [`super::WriteJob`] by the Spark data sources):
+//! Layout (written through [`super::WriteJob`] by `write_dataset` and the Spark data sources):
 //!
 //! ```text
 //! part-00000-<job>-<attempt>.leaf     data files, written by the tasks directly in place
@@ -19,11 +19,14 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::error::{Error, Result};
+use crate::error::{Error, ErrorKind, Result};
 use crate::storage::{Location, StorageOptions};
 
 /// The log's directory inside a dataset directory.
 pub const COMMITS_DIR: &str = "_commits";
+/// Times [`CommitLog::read`] lists the log again when a listed commit is gone.
+const RELISTS: usize = 4;
+
 /// The version of the commit format this reader understands.
 pub const FORMAT_VERSION: u64 = 1;
 
@@ -84,9 +87,23 @@ pub struct CommitLog {
 impl CommitLog {
     /// The commit log of `directory`, `None` if it has none.
     ///
+    /// An overwrite deletes the commits before it once it is written: a commit listed but gone
+    /// when read means a newer overwrite, so the log is listed again (a few times at most)
+    /// rather than read without it, which would show the files of the commits left.
+    ///
     /// # Errors
     /// [`Error::Io`] if the store fails; [`Error::Corrupt`] for a commit that does not parse.
     pub async fn read(directory: &Location, options: &StorageOptions) -> Result<Option<Self>> {
+        let mut attempt = 0;
+        loop {
+            match Self::read_listed(directory, options).await {
+                Err(e) if e.kind() == ErrorKind::NotFound && attempt < RELISTS => attempt += 1,
+                result => return result,
+            }
+        }
+    }
+
+    async fn read_listed(directory: &Location, options: &StorageOptions) -> Result<Option<Self>> {
         let log = directory.child(COMMITS_DIR)?;
         let mut commits = Vec::new();
         for object in log.list(options, false).await? {

@@ -1,10 +1,10 @@
 //! Datasets: which data files a directory (or prefix) of looseleaf files shows a reader, the
 //! same for every front end (the Python data source, the JVM connector, the CLI).
 //!
-//! A directory with a commit log (written by the Spark data source, see [`CommitLog`]) shows the
-//! files its commits make visible; any other directory shows its `*.leaf` files whose names, and
-//! the names of the directories between, do not start with `_` or `.` (other tools' hidden
-//! files: `_temporary`, `.crc`, ...).
+//! A directory with a commit log (written by [`DatasetWriter`] and the Spark data sources, see
+//! [`CommitLog`]) shows the files its commits make visible; any other directory shows its
+//! `*.leaf` files whose names, and the names of the directories between, do not start with `_`
+//! or `.` (other tools' hidden files: `_temporary`, `.crc`, ...).
 
 mod commit_log;
 mod discovery;

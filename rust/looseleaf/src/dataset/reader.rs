@@ -256,7 +256,7 @@ fn common_schema(first: &SchemaRef, readers: &[FileReader]) -> Result<SchemaRef>
 }
 
 /// The first way `theirs` differs from `ours`, nullability aside.
-fn difference(ours: &[Field], theirs: &Fields) -> Option<String> {
+pub(crate) fn difference(ours: &[Field], theirs: &Fields) -> Option<String> {
     for (i, ours) in ours.iter().enumerate() {
         let Some(theirs) = theirs.get(i) else {
             return Some(format!("column {:?} is missing", ours.name()));

@@ -75,6 +75,18 @@ impl WriteJob {
         mode: CommitMode,
         partition_by: &[String],
     ) -> Result<Self> {
+        Self::begin_checking(directory, options, schema, mode, partition_by, AppendCheck::SparkSchema).await
+    }
+
+    /// [`WriteJob::begin`], an append's schema checked as `check` says.
+    pub(crate) async fn begin_checking(
+        directory: &Location,
+        options: &StorageOptions,
+        schema: &Schema,
+        mode: CommitMode,
+        partition_by: &[String],
+        check: AppendCheck,
+    ) -> Result<Self> {
         if directory.exists(options).await? {
             return Err(Error::invalid_argument(format!("{directory}: not a directory")));
         }
@@ -95,7 +107,7 @@ impl WriteJob {
         let file_schema = file_schema(schema, partition_by);
         let log = CommitLog::read(directory, options).await?;
         if mode == CommitMode::Append {
-            check_append(directory, options, log.as_ref(), &file_schema, partition_by).await?;
+            check_append(directory, options, log.as_ref(), &file_schema, partition_by, check).await?;
         }
         let mut after = None;
         if log.is_none() {
@@ -376,15 +388,25 @@ async fn existing_schema(
     }
 }
 
-/// Refuses an append whose rows Spark would read with another schema than the dataset's
-/// (`new` is the files' schema, without partition columns), or that is partitioned otherwise
-/// than the dataset's visible files.
+/// How an append's schema must match the dataset's.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum AppendCheck {
+    /// Spark reads both the same (string and binary offsets may differ).
+    SparkSchema,
+    /// The files' columns are the same (nullability aside), as [`super::Dataset`] requires.
+    FileSchema,
+}
+
+/// Refuses an append whose rows would be read with another schema than the dataset's (`new`
+/// is the files' schema, without partition columns; `check` says by whom), or that is
+/// partitioned otherwise than the dataset's visible files.
 async fn check_append(
     directory: &Location,
     options: &StorageOptions,
     log: Option<&CommitLog>,
     new: &Schema,
     partition_by: &[String],
+    check: AppendCheck,
 ) -> Result<()> {
     if let Some(log) = log
         && let Some(last) = log.visible().iter().rev().find(|c| !c.files.is_empty())
@@ -399,6 +421,15 @@ async fn check_append(
     let Some(existing) = existing_schema(directory, options, log, &files).await? else {
         return Ok(());
     };
+    if check == AppendCheck::FileSchema {
+        let fields: Vec<_> = existing.fields().iter().map(|f| f.as_ref().clone()).collect();
+        return match super::reader::difference(&fields, new.fields()) {
+            Some(difference) => Err(Error::Schema(format!(
+                "{directory}: cannot append files of another schema than the dataset's: {difference}"
+            ))),
+            None => Ok(()),
+        };
+    }
     let (have, want) = (spark_form::schema(&existing)?, spark_form::schema(new)?);
     if !spark_form::same_spark_schema(&have, &want) {
         return Err(Error::Schema(format!(

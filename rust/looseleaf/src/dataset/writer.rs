@@ -3,11 +3,14 @@
 //! `partitionBy` lay them out (partition columns are in the directory names, not in the files).
 //!
 //! # What is visible when
-//! Each file becomes visible only once finished (see [`Location::create`]): a failed or
-//! dropped write leaves no file that looks complete and is not. With
-//! [`ExistingData::Overwrite`], the data files there before are deleted only after every new
-//! file is finished, so a failed overwrite loses nothing (readers may see old and new files
-//! together for the moment between).
+//! A write is one job of the directory's commit log ([`WriteJob`]), as a Spark write is: its
+//! files are invisible to [`super::Dataset`] until its commit, one small write made after the
+//! last file is finished. So whatever ends the write — an error, a dropped writer, a killed
+//! process — readers see the dataset as it was before or as it is after, never part of the
+//! write, and [`ExistingData::Overwrite`] replaces the old rows at once (the old files are
+//! deleted after the commit). A write that fails deletes the files it finished; one whose
+//! process died leaves them, invisible, behind. A directory without a commit log gets one, which
+//! adopts the files already there.
 //!
 //! # Memory
 //! Every open file holds its columns' unfinished pages; at most
@@ -21,7 +24,8 @@ use arrow_array::{ArrayRef, RecordBatch, UInt32Array};
 use arrow_schema::{Schema, SchemaRef};
 
 use super::partitioning::HivePartitioning;
-use super::{CommitLog, DATA_SUFFIX};
+use super::write_job::AppendCheck;
+use super::{CommitMode, DATA_SUFFIX, WriteJob};
 use crate::error::{Error, Result, bail, ensure};
 use crate::storage::{Location, StorageOptions};
 use crate::writer::{FileWriter, WriterOptions};
@@ -32,9 +36,9 @@ pub enum ExistingData {
     /// Refuse to write into a directory holding data files.
     #[default]
     Error,
-    /// Add files next to them.
+    /// Add files next to them (of the same schema and partition columns).
     Append,
-    /// Replace them: they are deleted once the new files are written.
+    /// Replace them, at once when the write commits; they are deleted after.
     Overwrite,
 }
 
@@ -92,6 +96,7 @@ pub(crate) struct WrittenFile {
 pub(crate) type FileNamer = Box<dyn Fn(u64) -> String + Send + Sync>;
 
 /// How [`PartitionedFiles`] lays rows out.
+#[derive(Clone)]
 pub(crate) struct LayoutOptions {
     pub storage: StorageOptions,
     pub writer: WriterOptions,
@@ -301,52 +306,66 @@ impl PartitionedFiles {
 /// Writes batches as a dataset directory (see the module documentation).
 pub struct DatasetWriter {
     files: PartitionedFiles,
-    /// Data files there before, deleted at the end of an overwrite.
-    replaced: Vec<String>,
-    storage: StorageOptions,
+    job: WriteJob,
+}
+
+impl std::fmt::Debug for DatasetWriter {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("DatasetWriter")
+            .field("directory", &self.job.directory().to_string())
+            .field("job", &self.job.id())
+            .finish()
+    }
 }
 
 impl DatasetWriter {
-    /// Starts writing rows of `schema` into the directory `root`.
+    /// Starts writing rows of `schema` into the directory `root` (a job of its commit log,
+    /// started if it has none).
     ///
     /// # Errors
     /// [`Error::InvalidArgument`] for a partition column that is not a top-level column of a
     /// type directories can hold, or for every column being a partition column; for data
-    /// files already there with [`ExistingData::Error`], and for a directory with a commit
-    /// log (the Spark data source's: write there through it); [`Error::Io`] if listing fails.
+    /// files already there with [`ExistingData::Error`], for an append partitioned otherwise
+    /// than the dataset, and if `root` is a file; [`Error::Schema`] for an append whose files
+    /// would differ from the dataset's (nullability aside); [`Error::Io`] if the store fails.
     pub async fn try_new(root: Location, schema: SchemaRef, options: DatasetWriteOptions) -> Result<Self> {
         let name = root.to_string();
         let storage = options.storage.clone();
-        let token = unique_token();
-        let files = PartitionedFiles::try_new(
-            root.clone(),
-            schema,
-            LayoutOptions {
-                storage: options.storage,
-                writer: options.writer,
-                partition_by: options.partition_by,
-                max_rows_per_file: options.max_rows_per_file,
-                max_open_files: options.max_open_files,
-            },
-            Box::new(move |n| format!("part-{token}-{n:05}{DATA_SUFFIX}")),
-        )?;
-        if CommitLog::read(&root, &storage).await?.is_some() {
-            bail!(
-                invalid,
-                "{name}: the Spark data source writes this directory (it has a commit log): write through it"
-            );
-        }
-        let existing: Vec<String> = super::directory_files(&root, &storage, true).await?;
-        let replaced = match options.existing_data {
-            ExistingData::Error if !existing.is_empty() => bail!(
-                invalid,
-                "{name}: holds {} data files already (say existing_data=\"append\" or \"overwrite\")",
-                existing.len()
-            ),
-            ExistingData::Overwrite => existing,
-            _ => Vec::new(),
+        let layout = LayoutOptions {
+            storage: options.storage,
+            writer: options.writer,
+            partition_by: options.partition_by,
+            max_rows_per_file: options.max_rows_per_file,
+            max_open_files: options.max_open_files,
         };
-        Ok(Self { files, replaced, storage })
+        // The layout's checks (partition columns) before the store is touched.
+        PartitionedFiles::try_new(root.clone(), schema.clone(), layout.clone(), Box::new(|_| String::new()))?;
+        let mode = match options.existing_data {
+            ExistingData::Error => {
+                let existing = super::directory_files(&root, &storage, true).await?;
+                ensure!(
+                    existing.is_empty(),
+                    invalid,
+                    "{name}: holds {} data files already (say existing_data=\"append\" or \"overwrite\")",
+                    existing.len()
+                );
+                // Nothing visible to replace: an overwrite only sets the schema.
+                CommitMode::Overwrite
+            }
+            ExistingData::Append => CommitMode::Append,
+            ExistingData::Overwrite => CommitMode::Overwrite,
+        };
+        let job =
+            WriteJob::begin_checking(&root, &storage, &schema, mode, &layout.partition_by, AppendCheck::FileSchema)
+                .await?;
+        let id = job.id().to_owned();
+        let files = PartitionedFiles::try_new(
+            root,
+            schema,
+            layout,
+            Box::new(move |n| format!("part-{n:05}-{id}{DATA_SUFFIX}")),
+        )?;
+        Ok(Self { files, job })
     }
 
     /// Writes `batch` (of the writer's schema).
@@ -357,32 +376,38 @@ impl DatasetWriter {
         self.files.write(batch).await
     }
 
-    /// Finishes every file (and, for an overwrite, deletes the files there before); returns
-    /// the files written, in the order they were finished. Without rows and partitions, one
-    /// empty file is written, which keeps the schema.
+    /// Finishes every file and commits them (for an overwrite, then deletes the files there
+    /// before); returns the files written, in the dataset's order. Without rows and
+    /// partitions, one empty file is written, which keeps the schema for other readers.
     ///
     /// # Errors
-    /// Errors of the files' writers, or of deleting the old files (the new ones are complete).
-    pub async fn finish(mut self) -> Result<Vec<String>> {
-        if self.files.is_empty() && !self.files.is_partitioned() {
-            // No rows: one empty file keeps the schema (a partitioned dataset has no directory
-            // to put it in, and is left empty).
-            self.files.start_file("").await?;
-        }
-        let written = self.files.finish().await?;
-        for old in &self.replaced {
-            Location::parse(old)?.delete(&self.storage).await?;
-        }
+    /// Errors of the files' writers (the job is then aborted: its files are deleted) or of the
+    /// store; an error after the commit (deleting old files) leaves the new dataset visible.
+    pub async fn finish(self) -> Result<Vec<String>> {
+        let Self { files, job } = self;
+        let schema = files.schema().clone();
+        let written = match finish_files(files).await {
+            Ok(written) => written,
+            Err(e) => {
+                // The files finished are deleted; the error to report is the first.
+                let _ = job.abort().await;
+                return Err(e);
+            }
+        };
+        let names: Vec<String> = written.iter().map(|f| f.relative.clone()).collect();
+        job.commit(&names, &schema).await?;
         Ok(written.into_iter().map(|f| f.location).collect())
     }
 
-    /// Stops writing: every open file is discarded (never made visible); files finished
-    /// already (by `max_rows_per_file` or `max_open_files`) stay.
+    /// Stops writing: every open file is discarded, and the files finished already (by
+    /// `max_rows_per_file` or `max_open_files`) are deleted; nothing was visible.
     ///
     /// # Errors
-    /// Errors of aborting the writers.
-    pub async fn abort(self) -> Result<Vec<String>> {
-        Ok(self.files.abort().await?.into_iter().map(|f| f.location).collect())
+    /// Errors of aborting the writers or of the store.
+    pub async fn abort(self) -> Result<()> {
+        let discarded = self.files.abort().await;
+        self.job.abort().await?;
+        discarded.map(|_| ())
     }
 
     /// The schema of the rows written (partition columns included).
@@ -391,15 +416,22 @@ impl DatasetWriter {
     }
 }
 
-/// A name part that no other write (another process, or this one later) is likely to choose.
-fn unique_token() -> String {
-    use std::hash::{BuildHasher, Hasher};
-    let nanos = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_nanos());
-    // std's random hasher keys: a fresh random value per process.
-    let mut hasher = std::collections::hash_map::RandomState::new().build_hasher();
-    hasher.write_u128(nanos);
-    hasher.write_u32(std::process::id());
-    format!("{:012x}", hasher.finish() & 0xffff_ffff_ffff)
+/// Finishes `files`; returns them in the dataset's order: partition directories in order, each
+/// directory's files in the order written (their rows' order).
+async fn finish_files(mut files: PartitionedFiles) -> Result<Vec<WrittenFile>> {
+    if files.is_empty() && !files.is_partitioned() {
+        // No rows: one empty file keeps the schema for readers without the commit log (a
+        // partitioned dataset has no directory to put it in).
+        files.start_file("").await?;
+    }
+    let mut written = files.finish().await?;
+    written.sort_by(|a, b| parent(&a.relative).cmp(parent(&b.relative)));
+    Ok(written)
+}
+
+/// The directory part of a relative path (empty at the root).
+fn parent(relative: &str) -> &str {
+    relative.rsplit_once('/').map_or("", |(directory, _)| directory)
 }
 
 /// The schema a dataset written with `partition_by` reads back as: the other columns, then the
@@ -409,4 +441,83 @@ pub fn read_back_schema(schema: &Schema, partition_by: &[String]) -> Schema {
     fields
         .extend(partition_by.iter().filter_map(|name| schema.field_with_name(name).ok().map(|f| Arc::new(f.clone()))));
     Schema::new_with_metadata(fields, schema.metadata().clone())
+}
+
+#[cfg(test)]
+mod tests {
+    use arrow_array::Int64Array;
+    use arrow_schema::{DataType, Field};
+
+    use super::*;
+    use crate::dataset::{DatasetFiles, resolve};
+
+    fn ids(range: std::ops::Range<i64>) -> RecordBatch {
+        let schema = Arc::new(Schema::new(vec![Field::new("id", DataType::Int64, true)]));
+        RecordBatch::try_new(schema, vec![Arc::new(Int64Array::from_iter_values(range))]).unwrap()
+    }
+
+    fn options(existing_data: ExistingData) -> DatasetWriteOptions {
+        DatasetWriteOptions { max_rows_per_file: Some(10), existing_data, ..Default::default() }
+    }
+
+    async fn data_objects(root: &Location) -> Vec<String> {
+        let listed = root.list(&StorageOptions::new(), true).await.unwrap();
+        listed.into_iter().map(|o| o.location).filter(|l| l.ends_with(DATA_SUFFIX) && !l.contains("/_")).collect()
+    }
+
+    async fn visible(root: &Location) -> DatasetFiles {
+        resolve(root, &StorageOptions::new()).await.unwrap()
+    }
+
+    #[tokio::test]
+    async fn a_write_is_invisible_until_finished_and_a_failed_one_leaves_nothing() {
+        let root = Location::parse("memory://dataset-writer/a").unwrap();
+        let first = {
+            let mut writer =
+                DatasetWriter::try_new(root.clone(), ids(0..1).schema(), options(ExistingData::Error)).await.unwrap();
+            writer.write(&ids(0..25)).await.unwrap();
+            assert_eq!(data_objects(&root).await.len(), 2, "two files of ten rows finished");
+            assert!(visible(&root).await.files.is_empty(), "none visible before the commit");
+            writer.finish().await.unwrap()
+        };
+        assert_eq!(visible(&root).await.files, first);
+
+        // A write that fails part way (a batch of another schema) deletes the files it finished.
+        let mut writer =
+            DatasetWriter::try_new(root.clone(), ids(0..1).schema(), options(ExistingData::Append)).await.unwrap();
+        writer.write(&ids(100..130)).await.unwrap();
+        let other = RecordBatch::try_new(
+            Arc::new(Schema::new(vec![Field::new("id", DataType::Int32, true)])),
+            vec![Arc::new(arrow_array::Int32Array::from(vec![1]))],
+        )
+        .unwrap();
+        assert!(writer.write(&other).await.is_err());
+        writer.abort().await.unwrap();
+        assert_eq!(data_objects(&root).await, first, "only the first write's files are left");
+
+        // A writer dropped (a process that died) leaves files no reader sees.
+        let mut writer =
+            DatasetWriter::try_new(root.clone(), ids(0..1).schema(), options(ExistingData::Overwrite)).await.unwrap();
+        writer.write(&ids(200..230)).await.unwrap();
+        drop(writer);
+        assert_eq!(visible(&root).await.files, first);
+    }
+
+    #[tokio::test]
+    async fn an_overwrite_replaces_the_dataset_at_its_commit() {
+        let root = Location::parse("memory://dataset-writer/b").unwrap();
+        for existing in [ExistingData::Error, ExistingData::Append] {
+            let mut writer = DatasetWriter::try_new(root.clone(), ids(0..1).schema(), options(existing)).await.unwrap();
+            writer.write(&ids(0..15)).await.unwrap();
+            writer.finish().await.unwrap();
+        }
+        assert_eq!(visible(&root).await.files.len(), 4);
+        let mut writer =
+            DatasetWriter::try_new(root.clone(), ids(0..1).schema(), options(ExistingData::Overwrite)).await.unwrap();
+        writer.write(&ids(50..55)).await.unwrap();
+        assert_eq!(visible(&root).await.files.len(), 4, "the old dataset until the commit");
+        let new = writer.finish().await.unwrap();
+        assert_eq!(visible(&root).await.files, new);
+        assert_eq!(data_objects(&root).await, new, "the old files are deleted after the commit");
+    }
 }

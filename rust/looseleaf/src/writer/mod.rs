@@ -165,6 +165,9 @@ pub struct FileWriter {
     /// Set when a write failed part way: columns may then disagree on their row counts, so the
     /// file must not be finished.
     failed: bool,
+    /// The runtime the writer was created on, where a writer dropped unfinished aborts its
+    /// upload when the thread dropping it has none (Python's garbage collector, a JVM thread).
+    runtime: Option<tokio::runtime::Handle>,
 }
 
 impl std::fmt::Debug for FileWriter {
@@ -238,6 +241,7 @@ impl FileWriter {
             position: 0,
             num_rows: 0,
             failed: false,
+            runtime: tokio::runtime::Handle::try_current().ok(),
         };
         writer.write_bytes(&format::header_bytes()).await?;
         Ok(writer)
@@ -531,11 +535,13 @@ impl FileWriter {
 
 impl Drop for FileWriter {
     /// A writer dropped before [`FileWriter::finish`] abandons its upload: nothing becomes
-    /// visible, and an object store's pending multipart upload is aborted (in the background,
-    /// on the current tokio runtime; without one, the store's lifecycle rules clean it up).
+    /// visible, and the pending upload is aborted (an object store's multipart upload, a local
+    /// file's staging file) in the background, on the current tokio runtime or else the one the
+    /// writer was created on; only if that one has shut down too is it left to the store's
+    /// lifecycle rules.
     fn drop(&mut self) {
         if let Some(upload) = self.upload.take()
-            && let Ok(runtime) = tokio::runtime::Handle::try_current()
+            && let Some(runtime) = tokio::runtime::Handle::try_current().ok().or_else(|| self.runtime.take())
         {
             runtime.spawn(async move {
                 let _ = upload.abort().await;
