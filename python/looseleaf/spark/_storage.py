@@ -34,7 +34,8 @@ def normalize(path: str) -> str:
     try:
         scheme, parsed = _looseleaf.parse_location(checked)
     except UnsupportedError as e:
-        raise InvalidArgumentError(f"{path}: {e}") from None
+        # The engine's message names the location, without a query string that may be a token.
+        raise InvalidArgumentError(str(e)) from None
     if scheme == "memory":
         raise InvalidArgumentError(f"{path}: Spark tasks run in other processes and cannot read memory://")
     if scheme == "file":

@@ -3,7 +3,7 @@
 //! partition directories are read from.
 
 use crate::error::{Error, Result, ensure};
-use crate::storage::{Location, StorageOptions};
+use crate::storage::{Location, StorageOptions, without_query};
 
 use super::{CommitLog, DATA_SUFFIX, LEGACY_SCHEMA_FILE, is_hidden};
 
@@ -82,8 +82,10 @@ pub(crate) async fn find_files(
 async fn glob_files(uri: &str, glob_at: usize, options: &StorageOptions) -> Result<Vec<FoundFile>> {
     let base_end = uri[..glob_at].rfind('/').map_or(0, |i| i + 1);
     let (base, pattern) = uri.split_at(base_end);
+    // A URL's query may hold a token: errors show the URL without it.
+    let shown = without_query(uri);
     let pattern = glob::Pattern::new(pattern)
-        .map_err(|e| Error::invalid_argument(format!("{uri}: not a valid glob: {}", e.msg)))?;
+        .map_err(|e| Error::invalid_argument(format!("{shown}: not a valid glob: {}", e.msg)))?;
     let directory = Location::parse(if base.is_empty() { "." } else { base })?;
     let listed_base = directory.to_string();
     let listed_base = listed_base.trim_end_matches('/');
@@ -97,7 +99,7 @@ async fn glob_files(uri: &str, glob_at: usize, options: &StorageOptions) -> Resu
         out.push(FoundFile { relative: relative.to_string(), location: object.location.clone() });
     }
     if out.is_empty() {
-        return Err(Error::invalid_argument(format!("{uri}: the glob matches no file")));
+        return Err(Error::invalid_argument(format!("{shown}: the glob matches no file")));
     }
     Ok(out)
 }

@@ -5,6 +5,8 @@ use std::fmt;
 
 use object_store::client::{HttpError, HttpErrorKind};
 
+use super::location::without_query;
+use super::stores::environment_secrets;
 use crate::error::{Error, IoErrorKind};
 
 /// The longest message kept of a store's error.
@@ -41,10 +43,11 @@ pub struct StoreError {
 }
 
 impl StoreError {
-    /// Classifies `error`, removing each of `secrets` from its message.
+    /// Classifies `error`, removing from its message each of `secrets`, the environment's
+    /// credentials and the query strings of URLs.
     pub(crate) fn new(error: &object_store::Error, secrets: &[String]) -> Self {
-        let mut message = error.to_string();
-        for secret in secrets {
+        let mut message = redact_queries(&error.to_string());
+        for secret in secrets.iter().chain(&environment_secrets()) {
             message = message.replace(secret.as_str(), "<redacted>");
         }
         // One line, of a readable length: stores answer with whole XML documents.
@@ -56,6 +59,8 @@ impl StoreError {
         }
         let status = status_code(&message);
         let kind = match (error, status) {
+            _ if local_failure(error) == Some(std::io::ErrorKind::NotFound) => StoreErrorKind::NotFound,
+            _ if local_failure(error) == Some(std::io::ErrorKind::PermissionDenied) => StoreErrorKind::PermissionDenied,
             (object_store::Error::NotFound { .. }, _) | (_, Some(404)) => StoreErrorKind::NotFound,
             (object_store::Error::PermissionDenied { .. } | object_store::Error::Unauthenticated { .. }, _)
             | (_, Some(401 | 403)) => StoreErrorKind::PermissionDenied,
@@ -104,10 +109,43 @@ impl fmt::Display for StoreError {
 
 impl std::error::Error for StoreError {}
 
+/// `message` with the query string of every URL in it cut (see [`without_query`]).
+fn redact_queries(message: &str) -> String {
+    let mut out = String::with_capacity(message.len());
+    let mut rest = message;
+    while let Some(at) = rest.find("://") {
+        // The URL runs from its scheme to the first character no URL holds unescaped.
+        let start = rest[..at]
+            .char_indices()
+            .rev()
+            .find(|&(_, c)| !(c.is_ascii_alphanumeric() || "+-.".contains(c)))
+            .map_or(0, |(i, c)| i + c.len_utf8());
+        let end =
+            rest[at..].find(|c: char| c.is_whitespace() || "\"'<>()[]{}`".contains(c)).map_or(rest.len(), |i| at + i);
+        out.push_str(&rest[..start]);
+        out.push_str(&without_query(&rest[start..end]));
+        rest = &rest[end..];
+    }
+    out.push_str(rest);
+    out
+}
+
 /// The HTTP status `object_store` reports in its message ("... status code: 503 ...").
 fn status_code(message: &str) -> Option<u16> {
     let (_, rest) = message.split_once("status code: ")?;
     rest.get(..3)?.parse().ok()
+}
+
+/// The kind of the file system's error behind a local store's failure, if there is one.
+fn local_failure(error: &object_store::Error) -> Option<std::io::ErrorKind> {
+    let mut source: Option<&(dyn std::error::Error + 'static)> = std::error::Error::source(error);
+    while let Some(e) = source {
+        if let Some(io) = e.downcast_ref::<std::io::Error>() {
+            return Some(io.kind());
+        }
+        source = e.source();
+    }
+    None
 }
 
 /// Whether the request failed before an answer came back (connection, timeout, interrupted).
@@ -150,5 +188,20 @@ mod tests {
         let e = StoreError::new(&generic("status code: 400 Bad Request"), &secrets);
         assert_eq!(e.kind(), StoreErrorKind::Other);
         assert!(!e.is_retryable());
+    }
+
+    #[test]
+    fn scrubs_query_strings_of_urls() {
+        let e = StoreError::new(
+            &generic(
+                "error sending request for url (https://acct.blob.core.windows.net/c/x.leaf?sv=2022&sig=s3cr3t): \
+                 timed out; see http://host/doc",
+            ),
+            &[],
+        );
+        let shown = e.to_string();
+        assert!(!shown.contains("s3cr3t") && !shown.contains("sv=2022"), "{shown}");
+        assert!(shown.contains("(https://acct.blob.core.windows.net/c/x.leaf?<redacted>): timed out"), "{shown}");
+        assert!(shown.ends_with("see http://host/doc"), "{shown}");
     }
 }

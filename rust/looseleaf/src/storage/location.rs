@@ -93,14 +93,16 @@ impl Location {
         let Some((scheme, rest)) = text.split_once("://") else {
             return Ok(Self::Local(PathBuf::from(text)));
         };
+        // Errors show the URL without its query: it may hold a SAS token or a signature.
+        let shown = without_query(text);
         let scheme = scheme.to_ascii_lowercase();
         if scheme == "memory" {
             let path = ObjectPath::parse(rest)
-                .map_err(|e| Error::invalid_argument(format!("{text:?} is not a valid memory:// location: {e}")))?;
+                .map_err(|e| Error::invalid_argument(format!("{shown:?} is not a valid memory:// location: {e}")))?;
             return Ok(Self::Memory(path));
         }
         let url =
-            url::Url::parse(text).map_err(|e| Error::invalid_argument(format!("{text:?} is not a valid URL: {e}")))?;
+            url::Url::parse(text).map_err(|e| Error::invalid_argument(format!("{shown:?} is not a valid URL: {e}")))?;
         // `abfss://container@account.dfs.core.windows.net/...` names the container there.
         let container_in_user = matches!(scheme.as_str(), "abfs" | "abfss" | "az" | "azure" | "adl");
         if url.password().is_some() || (!url.username().is_empty() && !container_in_user) {
@@ -112,7 +114,7 @@ impl Location {
         if scheme == "file" {
             let path = url.to_file_path().map_err(|()| {
                 Error::invalid_argument(format!(
-                    "{text:?}: a file:// URL must name a local path (host empty or localhost)"
+                    "{shown:?}: a file:// URL must name a local path (host empty or localhost)"
                 ))
             })?;
             return Ok(Self::Local(path));
@@ -128,13 +130,13 @@ impl Location {
             },
             other => bail!(
                 unsupported,
-                "storage scheme {other:?} of {text:?} (local paths, file://, memory://, s3://, s3a://, gs://, az://, abfs[s]://, http[s]:// are supported)"
+                "storage scheme {other:?} of {shown:?} (local paths, file://, memory://, s3://, s3a://, gs://, az://, abfs[s]://, http[s]:// are supported)"
             ),
         };
         let (_, path) = object_store::ObjectStoreScheme::parse(&url)
-            .map_err(|e| Error::invalid_argument(format!("{text:?} is not a valid {scheme}:// location: {e}")))?;
+            .map_err(|e| Error::invalid_argument(format!("{shown:?} is not a valid {scheme}:// location: {e}")))?;
         if path.as_ref().is_empty() {
-            bail!(invalid, "{text:?} names a bucket or host, not a file");
+            bail!(invalid, "{shown:?} names a bucket or host, not a file");
         }
         let mut url = url;
         url.set_query(None);
@@ -171,6 +173,19 @@ impl Location {
             Self::Local(path) => Some(path),
             Self::Memory(_) | Self::Remote { .. } => None,
         }
+    }
+}
+
+/// `text` as errors may show it: a URL without its query string and fragment (which may hold a
+/// SAS token, a presigned URL's signature or another credential), marked as cut; anything else
+/// as it is.
+pub fn without_query(text: &str) -> std::borrow::Cow<'_, str> {
+    match text.split_once("://") {
+        Some((_, rest)) if rest.contains(['?', '#']) => {
+            let cut = text.len() - rest.len() + rest.find(['?', '#']).unwrap_or(rest.len());
+            format!("{}?<redacted>", &text[..cut]).into()
+        }
+        _ => text.into(),
     }
 }
 
@@ -217,5 +232,10 @@ mod tests {
         assert!(matches!(Location::parse(""), Err(Error::InvalidArgument { .. })));
         let shown = Location::parse("https://host/x.leaf?sig=abc").unwrap().to_string();
         assert_eq!(shown, "https://host/x.leaf");
+        for bad in ["https://host?sig=s3cr3t", "ftp://host/x?sig=s3cr3t", "s3://[bad/x?X-Amz-Signature=s3cr3t"] {
+            let e = Location::parse(bad).unwrap_err().to_string();
+            assert!(!e.contains("s3cr3t") && e.contains("?<redacted>"), "{e}");
+        }
+        assert_eq!(without_query("data/what?.leaf"), "data/what?.leaf", "a local name is not a URL");
     }
 }

@@ -13,7 +13,15 @@
 //! # Secrets
 //! Values of keys that hold credentials never appear in a `Debug` form, an error or a location's
 //! display: [`StorageOptions`] redacts them, and [`StoreError`] scrubs them out of the messages
-//! of the stores' own errors.
+//! of the stores' own errors, reads' and writes' alike, together with the credentials the
+//! environment holds (`AWS_SECRET_ACCESS_KEY`, `AWS_SESSION_TOKEN`, ...) and the query strings
+//! of URLs (SAS tokens, presigned signatures; [`without_query`]).
+//!
+//! # Long-lived processes
+//! Stores are built once per configuration and kept for a while (connection pools are worth
+//! keeping), but not for ever: at most [`stores::MAX_STORES`] are kept, none longer than
+//! [`stores::STORE_LIFETIME`], and a change of the environment's credentials builds a new one,
+//! so a process that runs for days does not keep expired credentials alive.
 
 mod errors;
 mod location;
@@ -21,7 +29,7 @@ mod objects;
 mod stores;
 
 pub use errors::{StoreError, StoreErrorKind};
-pub use location::{Location, StoreKind};
+pub use location::{Location, StoreKind, without_query};
 pub use objects::ObjectInfo;
 pub use stores::StorageOptions;
 pub(crate) use stores::StorePurpose;

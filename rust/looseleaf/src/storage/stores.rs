@@ -3,8 +3,9 @@
 
 use std::collections::{BTreeMap, HashMap};
 use std::fmt;
+use std::hash::{BuildHasher, RandomState};
 use std::sync::{Arc, LazyLock, Mutex, Once};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use object_store::ObjectStore;
 use object_store::aws::{AmazonS3Builder, AmazonS3ConfigKey};
@@ -146,11 +147,33 @@ impl StorePurpose {
     }
 }
 
-type StoreKey = (StoreKind, String, StorageOptions, StorePurpose);
+/// Stores kept at most (the least recently used is dropped first).
+pub(crate) const MAX_STORES: usize = 32;
 
-/// Stores built so far: building one sets up an HTTP client (connection pool, TLS), which every
-/// file of the same bucket and configuration shares.
-static STORES: LazyLock<Mutex<HashMap<StoreKey, Arc<dyn ObjectStore>>>> = LazyLock::new(Mutex::default);
+/// How long a store is kept after it was built: long enough to share its connection pool among
+/// the files of a job, short enough that credentials given in the options or the environment
+/// at build time (a session token) do not outlive their validity in the cache.
+pub(crate) const STORE_LIFETIME: Duration = Duration::from_secs(15 * 60);
+
+/// A store and when it was built and last handed out.
+struct CachedStore {
+    store: Arc<dyn ObjectStore>,
+    built: Instant,
+    used: Instant,
+}
+
+/// What a store is built from: its kind and bucket (or host), the options, its purpose, and a
+/// fingerprint of the environment variables its builder reads (so that new credentials in the
+/// environment build a new store).
+type StoreKey = (StoreKind, String, StorageOptions, StorePurpose, u64);
+
+/// Stores built: building one sets up an HTTP client (connection pool, TLS), which every file
+/// of the same bucket and configuration shares. Bounded in size and age (see the module
+/// documentation of `storage`).
+static STORES: LazyLock<Mutex<HashMap<StoreKey, CachedStore>>> = LazyLock::new(Mutex::default);
+
+/// The key of `STORES`' hash of the environment: random per process, fixed within it.
+static ENVIRONMENT_HASHER: LazyLock<RandomState> = LazyLock::new(RandomState::new);
 
 /// The object store of `kind` for the bucket (or host) at `root` (a URL without a path),
 /// configured by `options` on top of the environment.
@@ -164,15 +187,58 @@ pub(crate) fn object_store_for(
     options: &StorageOptions,
     purpose: StorePurpose,
 ) -> Result<Arc<dyn ObjectStore>> {
-    let key = (kind, root.to_string(), options.clone(), purpose);
+    let environment = ENVIRONMENT_HASHER.hash_one(store_environment(kind));
+    let key = (kind, root.to_string(), options.clone(), purpose, environment);
+    let now = Instant::now();
     let mut stores = STORES.lock().unwrap_or_else(|p| p.into_inner());
-    if let Some(store) = stores.get(&key) {
-        return Ok(store.clone());
+    stores.retain(|_, cached| now.duration_since(cached.built) < STORE_LIFETIME);
+    if let Some(cached) = stores.get_mut(&key) {
+        cached.used = now;
+        return Ok(cached.store.clone());
     }
     install_tls_provider();
     let store = build(kind, root, options, purpose)?;
-    stores.insert(key, store.clone());
+    if stores.len() >= MAX_STORES
+        && let Some(oldest) = stores.iter().min_by_key(|(_, cached)| cached.used).map(|(key, _)| key.clone())
+    {
+        stores.remove(&oldest);
+    }
+    stores.insert(key, CachedStore { store: store.clone(), built: now, used: now });
     Ok(store)
+}
+
+/// The environment variables the builder of a `kind` store reads (`from_env`), sorted.
+fn store_environment(kind: StoreKind) -> Vec<(String, String)> {
+    let prefix = match kind {
+        StoreKind::S3 => "AWS_",
+        StoreKind::Gcs => "GOOGLE_",
+        StoreKind::Azure => "AZURE_",
+        StoreKind::Http => return Vec::new(),
+    };
+    let mut vars: Vec<(String, String)> = unicode_environment().filter(|(k, _)| k.starts_with(prefix)).collect();
+    vars.sort();
+    vars
+}
+
+/// The environment's variables whose names and values are text (`std::env::vars` panics on
+/// others; the stores' builders skip them too).
+fn unicode_environment() -> impl Iterator<Item = (String, String)> {
+    std::env::vars_os().filter_map(|(k, v)| Some((k.into_string().ok()?, v.into_string().ok()?)))
+}
+
+/// The values of the environment's credentials for the stores (`AWS_SECRET_ACCESS_KEY`,
+/// `AWS_SESSION_TOKEN`, `GOOGLE_SERVICE_ACCOUNT_KEY`, `AZURE_STORAGE_SAS_KEY`, ...): variables of
+/// the stores' prefixes whose names say they hold a key, token, secret or password.
+pub(crate) fn environment_secrets() -> Vec<String> {
+    const SECRET_WORDS: [&str; 7] = ["SECRET", "TOKEN", "KEY", "PASSWORD", "SAS", "SIGNATURE", "CREDENTIAL"];
+    unicode_environment()
+        .filter(|(name, value)| {
+            ["AWS_", "GOOGLE_", "AZURE_"].iter().any(|p| name.starts_with(p))
+                && SECRET_WORDS.iter().any(|w| name.contains(w))
+                && value.len() >= 8
+        })
+        .map(|(_, value)| value)
+        .collect()
 }
 
 /// rustls needs a process-wide crypto provider; `ring` is the one compiled in.
@@ -256,6 +322,21 @@ mod tests {
         let secrets = options.secrets();
         assert!(secrets.contains(&"hunter2-very-secret".to_string()));
         assert!(!secrets.contains(&"us-east-1".to_string()));
+    }
+
+    #[test]
+    fn stores_are_shared_and_their_cache_is_bounded() {
+        let options = StorageOptions::new();
+        let store = |i: usize| {
+            object_store_for(StoreKind::Http, &format!("http://host-{i}.test"), &options, StorePurpose::Read).unwrap()
+        };
+        let first = store(0);
+        assert!(Arc::ptr_eq(&first, &store(0)), "one store per configuration");
+        for i in 1..MAX_STORES * 2 {
+            store(i);
+        }
+        assert!(STORES.lock().unwrap().len() <= MAX_STORES);
+        assert!(!Arc::ptr_eq(&first, &store(0)), "the least recently used was dropped");
     }
 
     #[test]

@@ -33,7 +33,7 @@ use crate::error::{Error, Result, bail, ensure};
 use crate::format::proto::{BufferLocation, ColumnMetadata, Compression, Footer, PageMetadata, ZoneMapLocation};
 use crate::format::schema::{FieldColumns, assign_columns, schema_to_proto};
 use crate::format::{self, BUFFER_ALIGNMENT, ColumnEntry, FileTail, MAJOR_VERSION, MINOR_VERSION};
-use crate::storage::{Location, StorageOptions, StorePurpose};
+use crate::storage::{Location, StorageOptions, StoreError, StorePurpose};
 use column::{ColumnWriter, EncodedPage, PageRows};
 use encoding_queue::EncodingQueue;
 use zone_map::ZoneMapBuilder;
@@ -168,6 +168,8 @@ pub struct FileWriter {
     /// The runtime the writer was created on, where a writer dropped unfinished aborts its
     /// upload when the thread dropping it has none (Python's garbage collector, a JVM thread).
     runtime: Option<tokio::runtime::Handle>,
+    /// Values the store's errors must not show (see [`StoreError`]).
+    secrets: Vec<String>,
 }
 
 impl std::fmt::Debug for FileWriter {
@@ -189,14 +191,16 @@ impl FileWriter {
         schema: SchemaRef,
         options: WriterOptions,
     ) -> Result<Self> {
-        Self::try_new_named(store, path, path.to_string(), schema, options).await
+        Self::try_new_named(store, path, path.to_string(), Vec::new(), schema, options).await
     }
 
-    /// As [`FileWriter::try_new`], naming the file `location` in errors from the start.
+    /// As [`FileWriter::try_new`], naming the file `location` in errors from the start, and
+    /// scrubbing `secrets` (the store's credentials) out of the store's errors.
     pub(crate) async fn try_new_named(
         store: Arc<dyn ObjectStore>,
         path: &Path,
         location: String,
+        secrets: Vec<String>,
         schema: SchemaRef,
         options: WriterOptions,
     ) -> Result<Self> {
@@ -227,8 +231,10 @@ impl FileWriter {
         // Enough pages for every thread to encode one while as many wait to be written behind
         // a slow one (a page of comments takes ten times as long as one of dates).
         let queued_bytes = options.page_size.saturating_mul(2 * threads as u64 + 2);
-        let upload =
-            store.put_multipart_opts(path, Default::default()).await.map_err(|e| Error::io(location.clone(), e))?;
+        let upload = store
+            .put_multipart_opts(path, Default::default())
+            .await
+            .map_err(|e| StoreError::new(&e, &secrets).at(location.clone()))?;
         let mut writer = Self {
             upload: Some(WriteMultipart::new(upload)),
             location,
@@ -242,6 +248,7 @@ impl FileWriter {
             num_rows: 0,
             failed: false,
             runtime: tokio::runtime::Handle::try_current().ok(),
+            secrets,
         };
         writer.write_bytes(&format::header_bytes()).await?;
         Ok(writer)
@@ -260,7 +267,7 @@ impl FileWriter {
         storage: &StorageOptions,
     ) -> Result<Self> {
         let (store, path) = location.object_store(storage, StorePurpose::Write)?;
-        Self::try_new_named(store, &path, location.to_string(), schema, options).await
+        Self::try_new_named(store, &path, location.to_string(), storage.secrets(), schema, options).await
     }
 
     /// Starts writing a local file at `path` (absolute or relative to the current directory).
@@ -275,7 +282,7 @@ impl FileWriter {
         let store_path = Path::from_absolute_path(&absolute).map_err(|e| Error::io(display.clone(), e))?;
         // Synced before the rename that makes it visible (see `Location::object_store`).
         let store = Arc::new(object_store::local::LocalFileSystem::new().with_fsync(true));
-        Self::try_new_named(store, &store_path, display, schema, options).await
+        Self::try_new_named(store, &store_path, display, Vec::new(), schema, options).await
     }
 
     /// The schema being written.
@@ -440,14 +447,19 @@ impl FileWriter {
         self.write_bytes(&footer_bytes).await?;
         self.write_bytes(&tail.to_bytes()).await?;
         let upload = self.upload.take().ok_or_else(|| Error::internal("writer already finished"))?;
-        upload.finish().await.map_err(|e| Error::io(self.location.clone(), e))?;
+        upload.finish().await.map_err(|e| self.store_error(&e))?;
         Ok(FinishedFile { num_rows: self.num_rows, num_bytes: self.position })
+    }
+
+    /// The store's failure `e`, about this file, without secrets.
+    fn store_error(&self, e: &object_store::Error) -> Error {
+        StoreError::new(e, &self.secrets).at(self.location.clone())
     }
 
     /// Abandons the file: nothing is left at its path.
     pub async fn abort(mut self) -> Result<()> {
         if let Some(upload) = self.upload.take() {
-            upload.abort().await.map_err(|e| Error::io(self.location.clone(), e))?;
+            upload.abort().await.map_err(|e| self.store_error(&e))?;
         }
         Ok(())
     }
@@ -526,7 +538,10 @@ impl FileWriter {
 
     async fn write_bytes(&mut self, bytes: &[u8]) -> Result<()> {
         let upload = self.upload.as_mut().ok_or_else(|| Error::internal("writer already finished"))?;
-        upload.wait_for_capacity(UPLOAD_CONCURRENCY).await.map_err(|e| Error::io(self.location.clone(), e))?;
+        upload
+            .wait_for_capacity(UPLOAD_CONCURRENCY)
+            .await
+            .map_err(|e| StoreError::new(&e, &self.secrets).at(self.location.clone()))?;
         upload.write(bytes);
         self.position += bytes.len() as u64;
         Ok(())
