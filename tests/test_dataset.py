@@ -283,3 +283,29 @@ def test_object_store_dataset(tmp_path):
         assert ds.take([2999, 0]).column("a").to_pylist() == [2999, 0]
     finally:
         server.stop()
+
+
+def test_escaped_partition_values_keep_their_keys_on_object_stores(tmp_path):
+    """Directory names hold escapes (``k=a%2Fb``): on an object store they are the key's
+    characters, as on a local disk and as pyarrow writes them, never decoded into another key."""
+    moto_mod = pytest.importorskip("s3_server")
+    server = moto_mod.start_moto()
+    try:
+        server.create_bucket("escapes")
+        options = server.storage_options()
+        values = ["a/b", "100%", "x y", "a=b", "plain", None]
+        table = pa.table({"a": pa.array(range(60), pa.int64()), "k": [values[i % 6] for i in range(60)]})
+        looseleaf.write_dataset(table, "s3://escapes/ds", partitioning=["k"], storage_options=options)
+        looseleaf.write_dataset(table, tmp_path / "local", partitioning=["k"])
+        listed = server.client().list_objects_v2(Bucket="escapes", Prefix="ds/")["Contents"]
+        remote = {o["Key"].split("/")[1] for o in listed if not o["Key"].startswith("ds/_")}
+        local = {p.name for p in (tmp_path / "local").iterdir() if not p.name.startswith("_")}
+        assert remote == local
+        assert {"k=a%2Fb", "k=100%25", "k=x%20y", "k=a%3Db"} <= remote
+        for ds in (
+            looseleaf.dataset("s3://escapes/ds", storage_options=options),
+            looseleaf.dataset("s3://escapes/ds/k=*/*.leaf", storage_options=options),
+        ):
+            assert ds.to_table().sort_by("a").equals(table)
+    finally:
+        server.stop()

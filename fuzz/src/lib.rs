@@ -19,6 +19,10 @@
 //! exercises cancellation): a file may legitimately claim more rows than can be read in the
 //! time an input gets.
 //!
+//! A file that opens is then read as a **dataset** of two copies of itself (stored in the
+//! process's `memory://` store): the full scan, a take across both files, a filtered read, the
+//! row count and the plan, each checked as above, errors naming one of the copies.
+//!
 //! The input is opened from memory with `looseleaf_testing::MemoryReader`, the in-memory reader
 //! of the core crate's integration tests too. [`seeds`] makes the seed corpus: small valid files
 //! of every encoding, compression and type, drawn with the integration tests' generator
@@ -38,11 +42,18 @@ use futures::StreamExt;
 use looseleaf::filter::{CompareOp, Predicate};
 use looseleaf::format::schema::is_variable_width;
 use looseleaf::io::{IoDepth, RangeReader};
-use looseleaf::{ByteCount, Error, FileReader, IoOptions, ReadBuilder, ReadOptions, RowSelection};
+use looseleaf::dataset::{Dataset, DatasetOptions, DatasetSource};
+use looseleaf::{
+    ByteCount, Error, FileReader, IoOptions, Location, ReadBuilder, ReadOptions, RowSelection, StorageOptions,
+};
 use looseleaf_testing::MemoryReader;
 
 /// The location the input is opened as; every error must name it.
 pub const LOCATION: &str = "memory://fuzz-input.leaf";
+
+/// The directory of the dataset's copies of the input (`memory://`); errors of dataset reads
+/// must name a file in it.
+pub const DATASET_LOCATION: &str = "memory://fuzz-dataset/";
 
 /// How long reading one input every way may take before it counts as a hang. The files are a
 /// few KiB: a release build reads one every way in milliseconds, a debug build in well under a
@@ -87,7 +98,8 @@ fn check_error(error: &Error, what: &str) {
     {
         panic!("finding: {what}: internal error (a bug, or a panic in a reader task): {error}");
     }
-    if !error.to_string().contains(LOCATION) {
+    let named = if what.starts_with("dataset") { DATASET_LOCATION } else { LOCATION };
+    if !error.to_string().contains(named) {
         panic!("finding: {what}: the error does not name the file: {error}");
     }
 }
@@ -178,6 +190,73 @@ fn tight(buffer: u64) -> ReadOptions {
 
 /// Opens `data` and reads it every way. Returns whether it opened.
 async fn read_all_ways(data: Bytes) -> bool {
+    let opened = read_file_all_ways(data.clone()).await;
+    if opened {
+        read_as_dataset(data).await;
+    }
+    opened
+}
+
+/// Reads `data` as a dataset of two copies of it (see the crate documentation).
+async fn read_as_dataset(data: Bytes) {
+    let storage = StorageOptions::new();
+    let copies = [format!("{DATASET_LOCATION}part-0.leaf"), format!("{DATASET_LOCATION}part-1.leaf")];
+    for copy in &copies {
+        let stored = match Location::parse(copy) {
+            Ok(location) => location.write_all(data.clone(), &storage).await,
+            Err(e) => Err(e),
+        };
+        if let Err(e) = stored {
+            panic!("cannot store the dataset's copy {copy}: {e}");
+        }
+    }
+    let source = DatasetSource::Files(copies.to_vec());
+    let Some(dataset) = checked(Dataset::open(source, DatasetOptions::default()).await, "dataset open") else {
+        return;
+    };
+    let schema = dataset.schema().clone();
+    let rows = dataset.num_rows();
+    if let Some(stream) = checked(dataset.read().with_batch_size(nz(5)).stream().await, "dataset scan") {
+        let mut stream = stream.take(MAX_BATCHES);
+        let mut seen = 0u64;
+        let mut batches = 0;
+        while let Some(batch) = stream.next().await {
+            let Some(batch) = checked(batch, "dataset scan") else { return };
+            check_batch(&batch, &schema, Some(5), "dataset scan");
+            seen += batch.num_rows() as u64;
+            batches += 1;
+        }
+        if batches < MAX_BATCHES && seen != rows {
+            panic!("finding: dataset scan: {seen} rows returned of the {rows} asked");
+        }
+    }
+    checked(dataset.read().count_rows().await, "dataset count");
+    checked(dataset.read().plan().await, "dataset plan");
+    if rows > 0 {
+        let indices = [rows - 1, 0, rows / 2, rows / 2 - 1.min(rows / 2)];
+        if let Some(batch) = checked(dataset.read().take(&indices).await, "dataset take") {
+            check_batch(&batch, &batch.schema(), None, "dataset take");
+            if batch.num_rows() != indices.len() {
+                panic!("finding: dataset take: {} rows returned for {} indices", batch.num_rows(), indices.len());
+            }
+        }
+    }
+    if let Some(first) = schema.fields().first() {
+        let column = vec![first.name().clone()];
+        let predicate = Predicate::IsNotNull(column.clone()).or(Predicate::IsNull(column).not());
+        let read = dataset.read().with_filter(predicate).with_options(tight(1));
+        if let Some(stream) = checked(read.stream().await, "dataset filtered read") {
+            let mut stream = stream.take(MAX_BATCHES);
+            while let Some(batch) = stream.next().await {
+                let Some(batch) = checked(batch, "dataset filtered read") else { return };
+                check_batch(&batch, &schema, None, "dataset filtered read");
+            }
+        }
+    }
+}
+
+/// Opens `data` as one file and reads it every way. Returns whether it opened.
+async fn read_file_all_ways(data: Bytes) -> bool {
     let reader: Arc<dyn RangeReader> = Arc::new(MemoryReader::new(data, LOCATION));
     let Some(file) = checked(FileReader::open(reader).await, "open") else { return false };
     let num_rows = file.num_rows();

@@ -62,7 +62,7 @@ class Storage:
 
     def join(self, directory: str, name: str) -> str:
         if is_remote(directory):
-            return f"{directory.rstrip('/')}/{name}"
+            return _looseleaf.child_location(directory, name)
         return os.path.join(directory, name)
 
     def name(self, location: str) -> str:

@@ -63,6 +63,7 @@ fn _looseleaf(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(dataset::dataset_files, m)?)?;
     m.add_function(wrap_pyfunction!(dataset::read_commit_log, m)?)?;
     m.add_function(wrap_pyfunction!(storage::object_exists, m)?)?;
+    m.add_function(wrap_pyfunction!(storage::child_location, m)?)?;
     m.add_function(wrap_pyfunction!(storage::read_object, m)?)?;
     m.add_function(wrap_pyfunction!(storage::write_object, m)?)?;
     m.add_function(wrap_pyfunction!(storage::delete_object, m)?)?;

@@ -51,6 +51,13 @@ pub fn list_objects(
     Ok(objects.into_iter().map(|o| (o.location, o.size)).collect())
 }
 
+/// The location of `name` (a path below a directory, as stored) inside the directory
+/// `location`: the core's rule, which keeps escapes such as `k=a%2Fb` part of the key.
+#[pyfunction]
+pub fn child_location(location: &str, name: &str) -> PyResult<String> {
+    Ok(Location::parse(location).py_err()?.child(name).py_err()?.to_string())
+}
+
 /// Whether an object exists at `location`.
 #[pyfunction]
 #[pyo3(signature = (location, *, storage_options = None))]

@@ -58,23 +58,18 @@ pub(crate) async fn find_files(
         let relative = text.rsplit('/').next().unwrap_or_default().to_string();
         return Ok((vec![FoundFile { location: text, relative }], None));
     }
-    let base = text.trim_end_matches('/').to_string();
-    let relative_to_base = |file: String| {
-        let relative = file.get(base.len()..).unwrap_or_default().trim_start_matches('/').to_string();
-        FoundFile { location: file, relative }
-    };
     let (files, schema_file) = match CommitLog::read(&location, options).await? {
-        Some(log) => (log.files(&location)?, Some(log.schema_file(&location)?)),
+        Some(log) => (super::committed_entries(&log, &location)?, Some(log.schema_file(&location)?)),
         None => {
             let legacy = location.child(LEGACY_SCHEMA_FILE)?;
             let schema_file = legacy.exists(options).await?.then(|| legacy.to_string());
-            (super::directory_files(&location, options, true).await?, schema_file)
+            (super::listed_entries(&location, options, true).await?, schema_file)
         }
     };
     if files.is_empty() && schema_file.is_none() {
         return Err(super::no_files(&location));
     }
-    Ok((files.into_iter().map(relative_to_base).collect(), schema_file))
+    Ok((files.into_iter().map(|(location, relative)| FoundFile { location, relative }).collect(), schema_file))
 }
 
 /// The files a glob matches: the directory before its first wildcard, listed at any depth,
@@ -87,16 +82,13 @@ async fn glob_files(uri: &str, glob_at: usize, options: &StorageOptions) -> Resu
     let pattern = glob::Pattern::new(pattern)
         .map_err(|e| Error::invalid_argument(format!("{shown}: not a valid glob: {}", e.msg)))?;
     let directory = Location::parse(if base.is_empty() { "." } else { base })?;
-    let listed_base = directory.to_string();
-    let listed_base = listed_base.trim_end_matches('/');
     let matching = glob::MatchOptions { require_literal_separator: true, ..Default::default() };
     let mut out = Vec::new();
     for object in directory.list(options, true).await? {
-        let relative = object.location.get(listed_base.len()..).unwrap_or_default().trim_start_matches('/');
-        if relative.split('/').any(is_hidden) || !pattern.matches_with(relative, matching) {
+        if object.relative.split('/').any(is_hidden) || !pattern.matches_with(&object.relative, matching) {
             continue;
         }
-        out.push(FoundFile { relative: relative.to_string(), location: object.location.clone() });
+        out.push(FoundFile { relative: object.relative, location: object.location });
     }
     if out.is_empty() {
         return Err(Error::invalid_argument(format!("{shown}: the glob matches no file")));

@@ -94,17 +94,38 @@ pub fn is_hidden(name: &str) -> bool {
 /// [`crate::Error::Io`] if the store fails; [`crate::Error::Corrupt`] for a commit that does not
 /// parse.
 pub async fn directory_files(directory: &Location, options: &StorageOptions, recursive: bool) -> Result<Vec<String>> {
-    if let Some(log) = CommitLog::read(directory, options).await? {
-        return log.files(directory);
+    Ok(directory_entries(directory, options, recursive).await?.into_iter().map(|(location, _)| location).collect())
+}
+
+/// [`directory_files`], each with its path below `directory` as stored (the name a commit
+/// gives it; partition directories' escapes kept).
+pub(crate) async fn directory_entries(
+    directory: &Location,
+    options: &StorageOptions,
+    recursive: bool,
+) -> Result<Vec<(String, String)>> {
+    match CommitLog::read(directory, options).await? {
+        Some(log) => committed_entries(&log, directory),
+        None => listed_entries(directory, options, recursive).await,
     }
-    let base = directory.to_string();
+}
+
+/// The files `log` makes visible, as `(location, name)`.
+pub(crate) fn committed_entries(log: &CommitLog, directory: &Location) -> Result<Vec<(String, String)>> {
+    let names = log.visible().iter().flat_map(|commit| commit.files.iter().cloned());
+    names.map(|name| Ok((directory.child(&name)?.to_string(), name))).collect()
+}
+
+/// The data files of a directory without a commit log, as `(location, path below it)`.
+pub(crate) async fn listed_entries(
+    directory: &Location,
+    options: &StorageOptions,
+    recursive: bool,
+) -> Result<Vec<(String, String)>> {
     let listed = directory.list(options, recursive).await?;
     Ok(listed
         .into_iter()
-        .filter(|object| {
-            let relative = object.location.get(base.len()..).unwrap_or_default().trim_start_matches('/');
-            object.location.ends_with(DATA_SUFFIX) && !relative.split('/').any(is_hidden)
-        })
-        .map(|object| object.location)
+        .filter(|object| object.relative.ends_with(DATA_SUFFIX) && !object.relative.split('/').any(is_hidden))
+        .map(|object| (object.location, object.relative))
         .collect())
 }

@@ -37,7 +37,7 @@ use bytes::Bytes;
 
 use super::commit_log::{COMMITS_DIR, Commit, CommitLog, CommitMode, FORMAT_VERSION};
 use super::writer::{LayoutOptions, PartitionedFiles};
-use super::{DATA_SUFFIX, LEGACY_SCHEMA_FILE, directory_files};
+use super::{DATA_SUFFIX, LEGACY_SCHEMA_FILE, directory_entries, directory_files};
 use crate::error::{Error, Result};
 use crate::read::FileReader;
 use crate::spark_form;
@@ -248,10 +248,9 @@ impl WriteJob {
     /// Deletes the job's data files (at any depth: partition directories) but `keep` (paths
     /// below the directory).
     async fn delete_job_files(&self, keep: &[String]) -> Result<()> {
-        let base = self.directory.to_string();
         let recursive = !self.partition_by.is_empty();
         for object in self.directory.list(&self.options, recursive).await? {
-            let relative = object.location.get(base.len()..).unwrap_or_default().trim_start_matches('/');
+            let relative = object.relative.as_str();
             let name = relative.rsplit('/').next().unwrap_or_default();
             let data = name.ends_with(DATA_SUFFIX) && !relative.split('/').any(super::is_hidden);
             if data && name.contains(&self.id) && !keep.iter().any(|k| k == relative) {
@@ -347,15 +346,14 @@ fn new_job_id(after: Option<&str>) -> String {
 /// there, with the directory's schema file, else its first data file's schema, else `schema`.
 /// Returns the commit's job id.
 async fn start_log(directory: &Location, options: &StorageOptions, schema: &Schema) -> Result<String> {
-    let legacy = directory_files(directory, options, true).await?;
-    let existing = existing_schema(directory, options, None, &legacy).await?;
+    let legacy = directory_entries(directory, options, true).await?;
+    let locations: Vec<String> = legacy.iter().map(|(location, _)| location.clone()).collect();
+    let existing = existing_schema(directory, options, None, &locations).await?;
     let schema = existing.unwrap_or_else(|| SchemaRef::new(schema.clone()));
     let id = new_job_id(None);
     let schema_file = format!("{SCHEMAS_DIR}/{id}.leaf");
     write_schema_file(&directory.child(&schema_file)?, options, &schema).await?;
-    let base = directory.to_string();
-    let relative = |f: &String| f.get(base.len()..).unwrap_or_default().trim_start_matches('/').to_owned();
-    let files: Vec<String> = legacy.iter().map(relative).collect();
+    let files: Vec<String> = legacy.into_iter().map(|(_, relative)| relative).collect();
     // Adopted files in `key=value` directories keep their partition columns.
     let partition_by = super::HivePartitioning::discover(files.iter().map(String::as_str))
         .map(|p| p.fields().iter().map(|f| f.name().clone()).collect())

@@ -3,6 +3,8 @@
 //! protocol) needs of any storage, local directories included, through the same stores reads
 //! use.
 
+use std::time::Duration;
+
 use bytes::Bytes;
 use futures::TryStreamExt;
 use object_store::path::Path as ObjectPath;
@@ -13,11 +15,20 @@ use super::stores::{StorageOptions, StorePurpose};
 use super::{StoreError, StoreErrorKind};
 use crate::error::{Error, Result};
 
+/// Listings tried again after the first, when it failed for a reason that may pass (throttling,
+/// a connection lost, HTTP 500).
+const LIST_RETRIES: u32 = 5;
+/// The wait before the first retry of a listing, doubled before each next.
+const LIST_BACKOFF: Duration = Duration::from_millis(100);
+
 /// An object found by [`Location::list`].
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ObjectInfo {
     /// Where it is, in the form of the listed location (a local path, or a URL).
     pub location: String,
+    /// Its path below the listed location, as stored (`k=a%2Fb/part-0.leaf`: never decoded,
+    /// unlike a slice of a URL's `location`); `listed.child(relative)` is `location`.
+    pub relative: String,
     /// Its size in bytes.
     pub size: u64,
 }
@@ -36,31 +47,48 @@ impl Location {
             Self::Local(path) => Self::Local(path.join(name)),
             Self::Memory(path) => Self::Memory(join(path, name).ok_or_else(bad)?),
             Self::Remote { url, .. } => {
-                if name.contains(['#', '?']) {
-                    return Err(bad());
-                }
                 let mut base = url.clone();
                 if !base.path().ends_with('/') {
                     base.set_path(&format!("{}/", base.path()));
                 }
-                Location::parse(base.join(name).map_err(|_| bad())?.as_str())?
+                // `name` is part of a key as it is stored, not of a URL: characters a URL
+                // reads otherwise are escaped, `%` first (partition directories hold escapes
+                // such as `k=a%2Fb`, which must stay three characters, not become a `/`).
+                let escaped = name.replace('%', "%25").replace('#', "%23").replace('?', "%3F");
+                Location::parse(base.join(&escaped).map_err(|_| bad())?.as_str())?
             }
         })
     }
 
     /// The objects under this location taken as a directory (or prefix): directly under it, or
-    /// at any depth when `recursive`, sorted by location. Nothing there is an empty list.
+    /// at any depth when `recursive`, sorted by location. Nothing there is an empty list. A
+    /// failure that may pass is tried again, at most [`LIST_RETRIES`] times (about 3 s of
+    /// backoff in all).
     ///
     /// # Errors
     /// [`Error::Io`] if the store fails.
     pub async fn list(&self, options: &StorageOptions, recursive: bool) -> Result<Vec<ObjectInfo>> {
         let (store, prefix) = self.object_store(options, StorePurpose::Read)?;
         let secrets = options.secrets();
-        let io = |e: object_store::Error| StoreError::new(&e, &secrets).at(self.to_string());
-        let metas = if recursive {
-            store.list(Some(&prefix)).try_collect::<Vec<_>>().await.map_err(io)?
-        } else {
-            store.list_with_delimiter(Some(&prefix)).await.map_err(io)?.objects
+        // The whole listing is tried again, not its failed request: the store's own retries
+        // miss a listing's answer cut in the middle of its body, and a failure part way
+        // through the pages of a recursive listing would have to resume from a page token.
+        let mut retries = 0;
+        let metas = loop {
+            let listed = if recursive {
+                store.list(Some(&prefix)).try_collect::<Vec<_>>().await
+            } else {
+                store.list_with_delimiter(Some(&prefix)).await.map(|listed| listed.objects)
+            };
+            let error = match listed {
+                Ok(metas) => break metas,
+                Err(e) => StoreError::new(&e, &secrets),
+            };
+            if !error.is_retryable() || retries >= LIST_RETRIES {
+                return Err(error.at(self.to_string()));
+            }
+            tokio::time::sleep(LIST_BACKOFF.saturating_mul(1 << retries)).await;
+            retries += 1;
         };
         let base = prefix.as_ref().len();
         let mut out = Vec::with_capacity(metas.len());
@@ -69,7 +97,11 @@ impl Location {
             if relative.is_empty() {
                 continue;
             }
-            out.push(ObjectInfo { location: self.child(relative)?.to_string(), size: meta.size });
+            out.push(ObjectInfo {
+                location: self.child(relative)?.to_string(),
+                relative: relative.to_string(),
+                size: meta.size,
+            });
         }
         out.sort_by(|a, b| a.location.cmp(&b.location));
         Ok(out)
@@ -157,7 +189,14 @@ mod tests {
         assert_eq!(child("s3://bucket/ds/", "x.leaf"), "s3://bucket/ds/x.leaf");
         let parsed = Location::parse("s3://bucket/ds").unwrap().child("part 0.leaf").unwrap();
         assert!(matches!(parsed, Location::Remote { path, .. } if path.as_ref() == "ds/part 0.leaf"));
-        for bad in ["", "/abs", "../up", "a#b"] {
+        // Keys hold what URLs would read otherwise: they stay as they are.
+        for name in ["k=a%2Fb/x.leaf", "a#b?c.leaf", "100%.leaf"] {
+            let location = Location::parse("s3://bucket/ds").unwrap().child(name).unwrap();
+            assert!(matches!(&location, Location::Remote { path, .. } if path.as_ref() == format!("ds/{name}")));
+            let again = Location::parse(&location.to_string()).unwrap();
+            assert_eq!(again, location, "a child's location parses back to the same key");
+        }
+        for bad in ["", "/abs", "../up"] {
             assert!(Location::parse("s3://bucket/ds").unwrap().child(bad).is_err(), "{bad}");
         }
     }
