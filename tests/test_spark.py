@@ -697,6 +697,22 @@ def test_map_in_arrow_helpers_round_trip(spark, tmp_path):
     ]
     assert _sorted(got).to_pylist() == sorted(expected, key=lambda r: r["id"])
 
+    # A partitioned dataset: partition columns come from the directories above each file.
+    table = pa.table(
+        {
+            "id": pa.array(range(90), pa.int64()),
+            "k": [["a/b", None, "x y"][i % 3] for i in range(90)],
+            "n": pa.array([i % 2 for i in range(90)], pa.int32()),
+        }
+    )
+    parted = str(tmp_path / "parted")
+    looseleaf.write_dataset(table, parted, partitioning=["k", "n"])
+    schema = ls.schema_of(parted)
+    ranges = spark.createDataFrame(ls.list_ranges(parted), ls.RANGE_SCHEMA)
+    back = ranges.mapInArrow(ls.read_ranges(schema), schema).toArrow()
+    assert back.column_names == ["id", "k", "n"]
+    assert sorted(back.to_pylist(), key=lambda r: r["id"]) == table.to_pylist()
+
 
 # --- object stores (moto's S3 server on 127.0.0.1) --------------------------------------------
 

@@ -247,6 +247,10 @@ def test_errors_name_the_file_or_column(jvm, tmp_path):
         _read(jvm, path, colums="x").collect()
     with pytest.raises(Exception, match="ioDepth"):
         _read(jvm, path, ioDepth="-1").collect()
+    # Sizes in Spark's spelling, as spark.sql.files.maxPartitionBytes takes them.
+    assert _read(jvm, path, maxPartitionBytes="4k").count() == 1000
+    with pytest.raises(Exception, match=r"maxPartitionBytes must be a size .*\"lots\""):
+        _read(jvm, path, maxPartitionBytes="lots").collect()
 
 
 def test_repeated_reads_leave_no_native_memory(jvm, tmp_path):

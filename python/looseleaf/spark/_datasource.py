@@ -272,11 +272,11 @@ class LooseleafReader(DataSourceReader):
             values = getattr(partition, "partition_values", {}).get(r.path)
             for batch in reader.read_range(r.start, r.count, self.columns, filter=filter):
                 if values is not None:
-                    batch = _with_partition_values(batch, values, self.partition_types)
+                    batch = with_partition_values(batch, values, self.partition_types)
                 yield cast_batch(batch, target, source=r.path)
 
 
-def _with_partition_values(
+def with_partition_values(
     batch: pa.RecordBatch, values: dict[str, Any], types: dict[str, pa.DataType]
 ) -> pa.RecordBatch:
     """``batch`` with a file's partition values as constant columns (after its own)."""

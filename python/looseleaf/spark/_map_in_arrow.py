@@ -26,7 +26,7 @@ from ..reader import FileReader
 from ..reader import open as open_file
 from ..writer import FileWriter
 from ._dataset import DATA_SUFFIX, parse_columns
-from ._datasource import dataset_schema, plan_read
+from ._datasource import dataset_schema, plan_read, with_partition_values
 from ._options import ReadOptions
 from ._storage import Storage, normalize
 from ._types import arrow_to_spark_schema, cast_batch, spark_to_arrow_schema
@@ -106,20 +106,40 @@ def read_ranges(
         from pyspark.sql.pandas.types import to_arrow_schema
 
         target = to_arrow_schema(schema, timezone="UTC")
-        readers: dict[str, FileReader] = {}
+        readers: dict[str, tuple[FileReader, set[str], dict[str, Any], dict[str, pa.DataType]]] = {}
         for batch in batches:
             paths, starts, counts = _range_columns(batch)
             for path, start, count in zip(paths, starts, counts, strict=True):
                 if path is None or start is None or count is None:
                     raise InvalidArgumentError(f"a range row has a null: ({path!r}, {start!r}, {count!r})")
                 location = normalize(path)
-                reader = readers.get(location)
-                if reader is None:
-                    reader = readers[location] = open_file(location, **storage.open_kwargs(), **engine)
-                for out in reader.read_range(start, count, projection):
+                opened = readers.get(location)
+                if opened is None:
+                    reader = open_file(location, **storage.open_kwargs(), **engine)
+                    opened = readers[location] = (reader, *_partition_columns(reader, location, target))
+                reader, columns, values, types = opened
+                for out in reader.read_range(
+                    start, count, [c for c in projection if c.split(".")[0] in columns]
+                ):
+                    if types:
+                        out = with_partition_values(out, values, types)
                     yield cast_batch(out, target, source=location)
 
     return read
+
+
+def _partition_columns(
+    reader: FileReader, location: str, target: pa.Schema
+) -> tuple[set[str], dict[str, Any], dict[str, pa.DataType]]:
+    """The file's own columns, and the values and types of the columns of ``target`` it does not
+    hold: the partition columns of a partitioned dataset's file, read from the ``key=value``
+    directories above it (by the core's rule, as the data source reads them)."""
+    own = set(reader.schema.names)
+    missing = pa.schema([f for f in target if f.name not in own])
+    if not len(missing):
+        return own, {}, {}
+    row = pa.table(_looseleaf.file_partition_values(location, missing)).to_pylist()[0]
+    return own, row, {f.name: f.type for f in missing}
 
 
 def _range_columns(batch: pa.RecordBatch) -> tuple[list, list, list]:

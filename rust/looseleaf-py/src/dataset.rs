@@ -9,7 +9,7 @@ use arrow_schema::Schema;
 use looseleaf::StorageOptions;
 use looseleaf::dataset::{
     CommitMode, Dataset, DatasetOptions, DatasetSource, DatasetWriteOptions, DatasetWriter, ExistingData, FilePlan,
-    Partitioning, TaskWriter, WriteJob,
+    HivePartitioning, Partitioning, TaskWriter, WriteJob,
 };
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyList};
@@ -34,6 +34,17 @@ pub fn dataset_files(
 ) -> PyResult<Vec<String>> {
     let (location, options) = at(location, storage_options)?;
     wait(py, async move { looseleaf::dataset::directory_files(&location, &options, recursive).await })?.py_err()
+}
+
+/// The partition values of the file at `location` for the partition columns `schema` (read
+/// from the `key=value` directories above the file, in order), as a one-row batch.
+#[pyfunction]
+pub fn file_partition_values(location: &str, schema: &Bound<'_, PyAny>) -> PyResult<PyBatches> {
+    let schema = import_schema(schema)?;
+    let partitioning = HivePartitioning::try_new(schema.fields().clone()).py_err()?;
+    let values = partitioning.values_of_file(&looseleaf::Location::parse(location).py_err()?).py_err()?;
+    let batch = arrow_array::RecordBatch::try_new(schema, values).map_err(|e| invalid_argument(e.to_string()))?;
+    Ok(batch_stream(batch))
 }
 
 /// A commit as Python receives it: `(job, mode, files, schema)`.

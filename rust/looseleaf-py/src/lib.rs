@@ -61,6 +61,7 @@ fn _looseleaf(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(spark::cast_to_spark, m)?)?;
     m.add_function(wrap_pyfunction!(storage::list_objects, m)?)?;
     m.add_function(wrap_pyfunction!(dataset::dataset_files, m)?)?;
+    m.add_function(wrap_pyfunction!(dataset::file_partition_values, m)?)?;
     m.add_function(wrap_pyfunction!(dataset::read_commit_log, m)?)?;
     m.add_function(wrap_pyfunction!(storage::object_exists, m)?)?;
     m.add_function(wrap_pyfunction!(storage::child_location, m)?)?;

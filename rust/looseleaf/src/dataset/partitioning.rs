@@ -26,6 +26,7 @@ use arrow_schema::{DataType, Field, Fields};
 use percent_encoding::{AsciiSet, NON_ALPHANUMERIC, percent_decode_str, utf8_percent_encode};
 
 use crate::error::{Error, Result, bail};
+use crate::storage::Location;
 
 /// The directory name of a null partition value (Hive's, Spark's and pyarrow's).
 pub const NULL_PARTITION: &str = "__HIVE_DEFAULT_PARTITION__";
@@ -137,6 +138,22 @@ impl HivePartitioning {
                 })
             })
             .collect()
+    }
+
+    /// The partition values of the file at `location`, read from the directories directly
+    /// above it (as many as there are partition columns), as stored (escapes decoded once):
+    /// for a reader handed a file of a partitioned dataset without its root.
+    ///
+    /// # Errors
+    /// As [`values`](Self::values).
+    pub fn values_of_file(&self, location: &Location) -> Result<Vec<ArrayRef>> {
+        let path = match location {
+            Location::Local(path) => path.to_string_lossy().replace(std::path::MAIN_SEPARATOR, "/"),
+            Location::Memory(path) | Location::Remote { path, .. } => path.as_ref().to_owned(),
+        };
+        let segments: Vec<&str> = path.split('/').filter(|s| !s.is_empty()).collect();
+        let tail = &segments[segments.len().saturating_sub(self.fields.len() + 1)..];
+        self.values(&tail.join("/")).map_err(|e| e.with_location(&location.to_string()))
     }
 
     /// The rows of a batch grouped by directory, in the order directories first appear:
@@ -268,6 +285,19 @@ fn value_text(column: &ArrayRef, row: usize) -> Result<Option<String>> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn values_of_a_file_come_from_the_directories_above_it() {
+        let fields = Fields::from(vec![Field::new("k", DataType::Utf8, true), Field::new("n", DataType::Int32, true)]);
+        let partitioning = HivePartitioning::try_new(fields).unwrap();
+        for text in ["/data/ds/k=a%2Fb/n=7/part-0.leaf", "s3://bucket/ds/k=a%252Fb/n=7/part-0.leaf"] {
+            let values = partitioning.values_of_file(&Location::parse(text).unwrap()).unwrap();
+            assert_eq!(values[0].as_string::<i32>().value(0), "a/b", "{text}");
+            assert_eq!(values[1].as_primitive::<Int32Type>().value(0), 7, "{text}");
+        }
+        let e = partitioning.values_of_file(&Location::parse("/data/part-0.leaf").unwrap()).unwrap_err();
+        assert!(e.to_string().contains("/data/part-0.leaf"), "{e}");
+    }
 
     #[test]
     fn discovers_keys_types_and_nulls() {

@@ -98,16 +98,35 @@ final class Dataset implements Serializable {
     this.partitionValues = Collections.unmodifiableList(values);
   }
 
+  /**
+   * The {@code maxPartitionBytes} option in Spark's spelling of sizes ({@code 134217728},
+   * {@code 128m}, {@code 4k}: what {@code spark.sql.files.maxPartitionBytes} takes), 128 MiB if
+   * unset.
+   */
+  static long maxPartitionBytes(String text) {
+    if (text == null) {
+      return 128L << 20;
+    }
+    long bytes;
+    try {
+      bytes = org.apache.spark.network.util.JavaUtils.byteStringAsBytes(text.trim());
+    } catch (NumberFormatException e) {
+      throw new IllegalArgumentException(
+          "looseleaf: maxPartitionBytes must be a size (134217728, 128m, 4k), got \"" + text + "\"", e);
+    }
+    if (bytes <= 0) {
+      throw new IllegalArgumentException("looseleaf: maxPartitionBytes must be positive, got \"" + text + "\"");
+    }
+    return bytes;
+  }
+
   static Dataset resolve(CaseInsensitiveStringMap options) {
     String path = options.get("path");
     if (path == null) {
       throw new IllegalArgumentException("looseleaf: no path (spark.read.format(\"looseleaf\").load(path))");
     }
     Map<String, String> storage = storageOptions(options);
-    long maxPartitionBytes = options.getLong("maxPartitionBytes", 128L << 20);
-    if (maxPartitionBytes <= 0) {
-      throw new IllegalArgumentException("looseleaf: maxPartitionBytes must be positive");
-    }
+    long maxPartitionBytes = maxPartitionBytes(options.get("maxPartitionBytes"));
     NativeReader.load();
     List<String> readOptions = readOptions(options);
     byte[] listing = NativeReader.dataset(LooseleafFile.request(path, storage));
