@@ -8,7 +8,7 @@ use std::num::NonZeroUsize;
 use super::{CoalesceOptions, IoDepth};
 use crate::units::ByteCount;
 
-/// Settings of an [`IoScheduler`].
+/// Settings of an [`IoScheduler`](super::IoScheduler).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct IoOptions {
     /// How many reads are in flight at once: fixed, or found while reading (see [`IoDepth`]).

@@ -1,7 +1,7 @@
 //! [`IoStats`]: what an [`IoScheduler`](super::IoScheduler) counted (requests, reads, bytes,
 //! the budget's peak, depth, retries), and how the counts of several reads add up.
 
-/// Counters of an [`IoScheduler`], for tests, plans and benchmarks.
+/// Counters of an [`IoScheduler`](super::IoScheduler), for tests, plans and benchmarks.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct IoStats {
     /// Requests submitted.

@@ -19,8 +19,8 @@
 //!
 //! # Long-lived processes
 //! Stores are built once per configuration and kept for a while (connection pools are worth
-//! keeping), but not for ever: at most [`stores::MAX_STORES`] are kept, none longer than
-//! [`stores::STORE_LIFETIME`], and a change of the environment's credentials builds a new one,
+//! keeping), but not for ever: at most 32 are kept, none longer than
+//! 15 minutes, and a change of the environment's credentials builds a new one,
 //! so a process that runs for days does not keep expired credentials alive.
 
 mod errors;
