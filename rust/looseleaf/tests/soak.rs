@@ -4,8 +4,9 @@
 //! > peak ≤ budget + pages the decoders wait for past it + the batches in flight + a constant
 //!
 //! where the pages the decoders wait for past the budget are at most two pages of each
-//! projected column (the rows being decoded straddle at most one page boundary), and only
-//! matter when the budget is smaller than those pages; with a shared budget, each read adds its
+//! projected column (the rows being decoded straddle at most one page boundary), or two parts
+//! of it where the read loads pages in parts (case d), and only matter when the budget is
+//! smaller than those pages; with a shared budget, each read adds its
 //! own (see `IoBudget`). Each case reads a file much larger than its budget, for a bounded time,
 //! and compares every row with the data written. The cases share the process's allocator
 //! counters, so they run one at a time.
@@ -321,6 +322,55 @@ async fn a_thousand_column_projection_with_a_small_budget() {
     eprintln!(
         "(c) {} B file, 1,000 columns, budget {budget} B: peak {peak} B live; bound {bound} B (pages past the \
          budget {past}, largest batch {largest})",
+        finished.num_bytes
+    );
+    assert!(peak <= bound, "peak {peak} B over the bound {bound} B");
+}
+
+/// (d) 200 columns of 256 KiB pages under a 1 MiB budget: a page of each column is 50 times the
+/// budget, and whole pages would let the decoders wait for 100 MiB past it. The pages are read
+/// in parts (`field_scheduler::column`, "Pages in parts"), so the read holds at most two parts
+/// of each column past the budget.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn pages_far_larger_than_the_budget_are_held_a_part_at_a_time() {
+    let _serial = SERIAL.lock().await;
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("wide_pages.leaf");
+    let (rows, num_columns) = (32_768usize, 200usize);
+    let mut rng = common::rng(4);
+    let types = [DataType::Int64, DataType::Float64];
+    let fields: Vec<Field> =
+        (0..num_columns).map(|i| Field::new(format!("c{i}"), types[i % 2].clone(), false)).collect();
+    let schema: SchemaRef = Arc::new(Schema::new(fields));
+    let columns: Vec<ArrayRef> = (0..num_columns)
+        .map(|i| -> ArrayRef {
+            if i % 2 == 0 {
+                Arc::new(Int64Array::from_iter_values((0..rows).map(|_| rng.random::<i64>())))
+            } else {
+                Arc::new(Float64Array::from_iter_values((0..rows).map(|_| rng.random::<f64>())))
+            }
+        })
+        .collect();
+    let table = RecordBatch::try_new(schema.clone(), columns).unwrap();
+    let options = WriterOptions::default().with_page_size(MIB);
+    let finished = write_file_with(&path, &schema, std::slice::from_ref(&table), options).await;
+    let whole_pages = pages_past_the_budget(&path, None);
+    assert!(whole_pages >= 200 * 2 * 200 * KIB, "pages of {whole_pages} B are not far larger than the budget");
+    let reader = FileReader::open_path(&path).await.unwrap();
+    reader.read().plan().await.unwrap();
+    let budget = MIB;
+
+    let base = alloc::reset_peak();
+    let read =
+        reader.read().with_batch_size(nz(1000)).with_io_options(io(budget, 8)).with_decode_parallelism(nz(PARALLELISM));
+    let largest = consume(read, &table, Duration::from_millis(2), "pages in parts").await;
+    let peak = alloc::peak_live_bytes() as u64 - base as u64;
+    // Two parts of each column: 64 KiB each, rounded up to whole blocks of 1,024 values.
+    let parts = 2 * num_columns as u64 * (64 * KIB + 8 * KIB);
+    let bound = budget + parts + batches_in_flight(largest) + CONSTANT;
+    eprintln!(
+        "(d) {} B file, {num_columns} columns of 256 KiB pages, budget {budget} B: peak {peak} B live; bound \
+         {bound} B (parts past the budget {parts}, whole pages {whole_pages}, largest batch {largest})",
         finished.num_bytes
     );
     assert!(peak <= bound, "peak {peak} B over the bound {bound} B");

@@ -14,6 +14,7 @@
 //! filtered read's stages) record their loops, never their batches, so a trace's batches are the
 //! caller's.
 
+use std::collections::HashMap;
 use std::num::NonZeroUsize;
 use std::sync::Arc;
 
@@ -23,7 +24,7 @@ use futures::{StreamExt, TryStreamExt};
 use super::batch_plan::{BatchPlan, column_spans, default_batch_size};
 use super::decode_stream::{DecodeBatchStream, steps_in_flight};
 use super::field_decoder::field_decoder;
-use super::field_scheduler::RowPriority;
+use super::field_scheduler::{ColumnPages, MIN_PAGE_PART_BYTES, RowPriority};
 use super::file_reader::FileReader;
 use super::filtered_read::FilteredPlan;
 use super::pages::ReadContext;
@@ -119,23 +120,9 @@ impl ReadBuilder<FileReader> {
         let selection = Arc::new(self.selection()?);
         let (fields, schema) = self.output_fields().await?;
         let (schedulers, row_bytes) = file.field_schedulers(&fields).await?;
-        let mut context =
-            ReadContext::new(file.location(), options.verify_checksums.unwrap_or(crate::format::VERIFY_CHECKSUMS));
-        context.trace = self.trace.clone();
-        let top_level = Arc::new(RowPriority::TopLevel);
-        let mut jobs = Vec::new();
-        let mut decoders = Vec::new();
-        for scheduler in schedulers {
-            let (field_jobs, pages) = scheduler.start(&selection, &top_level, &context)?;
-            jobs.extend(field_jobs);
-            decoders.push(field_decoder(pages, &context));
-        }
         let parallelism = options
             .decode_parallelism
             .unwrap_or_else(|| std::thread::available_parallelism().unwrap_or(NonZeroUsize::MIN));
-        let batch_size = options.batch_size.unwrap_or_else(|| {
-            default_batch_size(row_bytes, selection.num_rows(), parallelism, options.default_batch_size())
-        });
         // Each step's pages get an equal share of the buffer with the steps decoded meanwhile,
         // so that the pages the decoders wait for fit in it (see `BatchPlan`): the read's own
         // buffer, or its share of a shared budget (among the reads using it) if smaller.
@@ -145,7 +132,23 @@ impl ReadBuilder<FileReader> {
             .map_or(buffer, |shared| buffer.min(shared.bytes().get() / (shared.active_reads() as u64 + 1)));
         let allowance = buffer / (steps_in_flight(parallelism) as u64 + 1);
         let columns: Vec<u32> = fields.iter().flat_map(|f| f.columns()).collect();
-        let spans = column_spans(&fields, &file.load_columns(&columns).await?);
+        let loaded = file.load_columns(&columns).await?;
+        let mut context =
+            ReadContext::new(file.location(), options.verify_checksums.unwrap_or(crate::format::VERIFY_CHECKSUMS));
+        context.trace = self.trace.clone();
+        context.page_part_bytes = page_part_bytes(&loaded, buffer, allowance);
+        let top_level = Arc::new(RowPriority::TopLevel);
+        let mut jobs = Vec::new();
+        let mut decoders = Vec::new();
+        for scheduler in schedulers {
+            let (field_jobs, pages) = scheduler.start(&selection, &top_level, &context)?;
+            jobs.extend(field_jobs);
+            decoders.push(field_decoder(pages, &context));
+        }
+        let batch_size = options.batch_size.unwrap_or_else(|| {
+            default_batch_size(row_bytes, selection.num_rows(), parallelism, options.default_batch_size())
+        });
+        let spans = column_spans(&fields, &loaded);
         let plan = BatchPlan::cut(&selection, &spans, batch_size.get() as u64, allowance);
         let stream = DecodeBatchStream::new(schema.clone(), decoders, plan, context.metrics.clone())
             .with_trace(self.trace.clone());
@@ -337,4 +340,13 @@ impl ReadSource for FileReader {
     async fn check_result_fits(read: &ReadBuilder<Self>) -> Result<()> {
         read.check_result_fits().await
     }
+}
+
+/// The bytes above which the read's columns load a page in parts
+/// ([`ReadContext::page_part_bytes`]): when a page of each column together would not fit the
+/// read's `buffer`, each column's share of what one step may hold (`allowance`), at least
+/// [`MIN_PAGE_PART_BYTES`]; otherwise pages are loaded whole, as they were written.
+fn page_part_bytes(columns: &HashMap<u32, Arc<ColumnPages>>, buffer: u64, allowance: u64) -> Option<u64> {
+    let largest = columns.values().map(|c| c.largest_page_bytes()).fold(0u64, u64::saturating_add);
+    (largest > buffer).then(|| (allowance / columns.len().max(1) as u64).max(MIN_PAGE_PART_BYTES))
 }

@@ -41,6 +41,9 @@ pub struct ReadContext {
     pub starving: Arc<AtomicUsize>,
     /// Where the read's loops record their events, if it is traced (see [`Trace`]).
     pub trace: Option<Trace>,
+    /// The bytes of a page above which a column of values loads it a part at a time, where
+    /// its encoding allows (`None`: pages are loaded whole). See `field_scheduler::column`.
+    pub page_part_bytes: Option<u64>,
 }
 
 impl ReadContext {
@@ -53,6 +56,7 @@ impl ReadContext {
             verify_checksums,
             starving: Arc::default(),
             trace: None,
+            page_part_bytes: None,
         }
     }
 

@@ -172,6 +172,22 @@ pub fn page_scheduler(encoding: Option<&proto::Encoding>, page: &PageContext) ->
     })
 }
 
+/// Whether a part of a page of this encoding costs about its share of the page's bytes to read
+/// and decode: layouts where the bytes of a run of rows are found by arithmetic (plain values
+/// and bitmaps, bit-packed blocks, ALP over those, ALP-RD blocks (whose few exceptions each
+/// part loads again), and nullable or fixed-size-list wrappers of them). The reader may then
+/// load a large page a part at a time (see `read::field_scheduler::column`); other layouts
+/// (dictionaries, strings, runs, deltas) are read whole.
+pub fn reads_in_parts(encoding: Option<&proto::Encoding>) -> bool {
+    match encoding.and_then(|e| e.kind.as_ref()) {
+        Some(Kind::Plain(_) | Kind::Bitpacked(_) | Kind::AllNull(_) | Kind::AlpRd(_)) => true,
+        Some(Kind::Alp(alp)) => reads_in_parts(alp.integers.as_deref()),
+        Some(Kind::Nullable(nullable)) => reads_in_parts(nullable.values.as_deref()),
+        Some(Kind::FixedSizeList(list)) => reads_in_parts(list.values.as_deref()),
+        _ => false,
+    }
+}
+
 /// Writes `block` into `buffers` (appending) and returns its encoding tree.
 pub fn encode_block(block: DataBlock, buffers: &mut Vec<Buffer>) -> Result<proto::Encoding> {
     let kind = match block {

@@ -1,4 +1,13 @@
 //! The pages of one column, and the job that schedules the selected ones in order.
+//!
+//! # Pages in parts
+//! A column of values may load a page a part at a time: when the read's budget cannot hold a
+//! page of every column a batch needs (1,000 columns of 1 MiB pages under a 16 MiB budget),
+//! the read sets [`ReadContext::page_part_bytes`], and a page whose selected rows would take
+//! more than that, in a layout where a run of rows costs its share of the bytes
+//! ([`reads_in_parts`]), is scheduled as parts of at most that many bytes, each its own load
+//! with the priority of its first row. The decoders see each part as a page of its own. Memory
+//! then stays near the budget plus the batches in flight, at the cost of more, smaller reads.
 
 use std::collections::VecDeque;
 use std::ops::Range;
@@ -6,7 +15,7 @@ use std::sync::Arc;
 
 use super::RowPriority;
 use crate::encodings::compression::CompressedPageScheduler;
-use crate::encodings::physical::{PageContext, page_scheduler};
+use crate::encodings::physical::{PageContext, page_scheduler, reads_in_parts};
 use crate::encodings::{PageLoad, PageScheduler};
 use crate::error::{Result, ensure};
 use crate::format::proto::{ColumnMetadata, PageMetadata, ZoneMapLocation};
@@ -78,7 +87,51 @@ impl ColumnPages {
 
     /// Total bytes of the column's page buffers.
     pub fn num_bytes(&self) -> u64 {
-        self.pages.iter().flat_map(|p| &p.buffers).map(|b| b.size).fold(0u64, u64::saturating_add)
+        (0..self.pages.len()).map(|i| self.page_bytes(i)).fold(0u64, u64::saturating_add)
+    }
+
+    /// Bytes of page `index`'s buffers.
+    pub fn page_bytes(&self, index: usize) -> u64 {
+        self.pages[index].buffers.iter().map(|b| b.size).fold(0u64, u64::saturating_add)
+    }
+
+    /// Bytes of the column's largest page.
+    pub fn largest_page_bytes(&self) -> u64 {
+        (0..self.pages.len()).map(|i| self.page_bytes(i)).max().unwrap_or(0)
+    }
+
+    /// `ranges` (selected rows of page `index`, relative to it) cut into parts of at most
+    /// `part_bytes` of the page's bytes each, on a grid of whole [`PART_ROWS`] (see the module
+    /// documentation); one part if the page is small enough or its layout is not read in parts.
+    fn parts(&self, index: usize, ranges: Vec<Range<u64>>, part_bytes: u64) -> VecDeque<Vec<Range<u64>>> {
+        let page = &self.pages[index];
+        let (rows, bytes) = (page.num_rows, self.page_bytes(index));
+        let selected: u64 = ranges.iter().map(|r| r.end - r.start).sum();
+        let selected_bytes = u128::from(bytes) * u128::from(selected) / u128::from(rows.max(1));
+        if page.compression != 0 || !reads_in_parts(page.encoding.as_ref()) || selected_bytes <= u128::from(part_bytes)
+        {
+            return VecDeque::from([ranges]);
+        }
+        let rows_per_part = u128::from(rows) * u128::from(part_bytes) / u128::from(bytes.max(1));
+        let rows_per_part = u64::try_from(rows_per_part).unwrap_or(u64::MAX).div_ceil(PART_ROWS).max(1) * PART_ROWS;
+        let mut parts: VecDeque<Vec<Range<u64>>> = VecDeque::new();
+        let mut last_part = None;
+        for range in ranges {
+            let mut start = range.start;
+            while start < range.end {
+                let part = start / rows_per_part;
+                let end = range.end.min((part + 1).saturating_mul(rows_per_part));
+                if last_part != Some(part) {
+                    parts.push_back(Vec::new());
+                    last_part = Some(part);
+                }
+                if let Some(current) = parts.back_mut() {
+                    current.push(start..end);
+                }
+                start = end;
+            }
+        }
+        parts
     }
 
     /// The pages overlapping `selection`, each with its selected rows (relative to the page):
@@ -164,11 +217,22 @@ impl ColumnPages {
     }
 }
 
+/// Rows of the grid pages are cut into parts on (a multiple of the bit-packed block, 1,024
+/// values).
+pub const PART_ROWS: u64 = 1024;
+
+/// The least bytes of a page part: smaller parts would cost more in requests than they save.
+pub const MIN_PAGE_PART_BYTES: u64 = 64 * 1024;
+
 /// The selected pages of a column not yet scheduled, in order, with their priorities.
 pub struct PendingPages {
     column: Arc<ColumnPages>,
     /// The pages left to schedule, in order.
     pages: VecDeque<usize>,
+    /// The page being scheduled in parts and its parts left (see the module documentation).
+    current: Option<(usize, VecDeque<Vec<Range<u64>>>)>,
+    /// The bytes above which a page is scheduled in parts, if pages may be.
+    part_bytes: Option<u64>,
     /// The rows of the column to read (shared with the read's other columns): each page's
     /// rows are cut from it as the page is scheduled, so that the pages of every column of a
     /// read do not all hold their rows at once.
@@ -187,7 +251,22 @@ impl PendingPages {
         context: &ReadContext,
     ) -> Self {
         let pages = column.selected_pages(selection).into();
-        Self { column, pages, selection: selection.clone(), priority, verify_checksums: context.verify_checksums }
+        Self {
+            column,
+            pages,
+            current: None,
+            part_bytes: None,
+            selection: selection.clone(),
+            priority,
+            verify_checksums: context.verify_checksums,
+        }
+    }
+
+    /// The pages scheduled in parts where the read asks for it ([`ReadContext::page_part_bytes`]):
+    /// for columns of values, whose decoders take any run of rows as a page.
+    pub fn in_parts(mut self, context: &ReadContext) -> Self {
+        self.part_bytes = context.page_part_bytes;
+        self
     }
 
     /// Schedules rows `ranges` of page `index` of the column (see
@@ -212,31 +291,56 @@ impl PendingPages {
         &self.priority
     }
 
-    /// The priority of the next page: the top-level row of its first selected row.
+    /// The priority of the next page (or part): the top-level row of its first selected row.
     pub fn next_priority(&self) -> Option<Priority> {
+        if let Some((index, parts)) = &self.current
+            && let Some(first) = parts.front().and_then(|part| part.first())
+        {
+            return Some(self.priority.priority(self.column.page_rows(*index).start + first.start));
+        }
         let rows = self.column.page_rows(*self.pages.front()?);
         Some(self.priority.priority(self.selection.first_within(rows.clone()).unwrap_or(rows.start)))
     }
 
-    /// The next page, its selected rows (relative to the page) and its priority.
+    /// The next page (or part of one), its selected rows (relative to the page) and its
+    /// priority.
     pub fn pop(&mut self) -> Option<(usize, Vec<Range<u64>>, Priority)> {
         let priority = self.next_priority()?;
+        if let Some((index, parts)) = &mut self.current {
+            let index = *index;
+            let part = parts.pop_front();
+            if parts.is_empty() {
+                self.current = None;
+            }
+            if let Some(part) = part {
+                return Some((index, part, priority));
+            }
+        }
         let index = self.pages.pop_front()?;
-        Some((index, self.selection.within(self.column.page_rows(index)), priority))
+        let ranges = self.selection.within(self.column.page_rows(index));
+        let Some(part_bytes) = self.part_bytes else { return Some((index, ranges, priority)) };
+        let mut parts = self.column.parts(index, ranges, part_bytes);
+        let first = parts.pop_front().unwrap_or_default();
+        if !parts.is_empty() {
+            self.current = Some((index, parts));
+        }
+        Some((index, first, priority))
     }
 
-    /// Whether the next page is selected whole.
+    /// Whether the next page is selected whole (and not in parts).
     pub fn next_is_whole(&self) -> bool {
-        self.pages.front().is_some_and(|index| self.selection.covers(self.column.page_rows(*index)))
+        self.current.is_none()
+            && self.pages.front().is_some_and(|index| self.selection.covers(self.column.page_rows(*index)))
     }
 
     /// The index of the next page.
     pub fn peek_index(&self) -> Option<usize> {
-        self.pages.front().copied()
+        self.current.as_ref().map(|(index, _)| *index).or_else(|| self.pages.front().copied())
     }
 
     /// Forgets the remaining pages (their decoder is gone).
     pub fn clear(&mut self) {
+        self.current = None;
         self.pages.clear();
     }
 }
@@ -266,7 +370,7 @@ pub fn validity_job(
     match column {
         Some(column) => {
             let (sender, receiver) = page_channel();
-            let pages = PendingPages::new(column.clone(), selection, priority.clone(), context);
+            let pages = PendingPages::new(column.clone(), selection, priority.clone(), context).in_parts(context);
             (Some(Box::new(ValuesColumnJob::new(pages, sender))), Some(receiver))
         }
         None => (None, None),

@@ -23,7 +23,7 @@ mod r#struct;
 use std::collections::HashMap;
 use std::sync::Arc;
 
-pub use column::{ColumnPages, PendingPages, ValuesColumnJob, validity_job};
+pub use column::{ColumnPages, MIN_PAGE_PART_BYTES, PART_ROWS, PendingPages, ValuesColumnJob, validity_job};
 pub use fixed_size_list::FixedSizeListFieldScheduler;
 pub use list::ListFieldScheduler;
 pub use primitive::PrimitiveFieldScheduler;

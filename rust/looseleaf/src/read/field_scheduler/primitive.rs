@@ -31,7 +31,7 @@ impl FieldScheduler for PrimitiveFieldScheduler {
         context: &ReadContext,
     ) -> Result<StartedField> {
         let (sender, receiver) = page_channel();
-        let pages = PendingPages::new(self.column.clone(), selection, priority.clone(), context);
+        let pages = PendingPages::new(self.column.clone(), selection, priority.clone(), context).in_parts(context);
         let job = ValuesColumnJob::new(pages, sender);
         Ok((vec![Box::new(job)], FieldPages::Values { data_type: self.field.data_type().clone(), pages: receiver }))
     }
