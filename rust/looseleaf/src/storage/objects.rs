@@ -15,11 +15,11 @@ use super::stores::{StorageOptions, StorePurpose};
 use super::{StoreError, StoreErrorKind};
 use crate::error::{Error, Result};
 
-/// Listings tried again after the first, when it failed for a reason that may pass (throttling,
-/// a connection lost, HTTP 500).
-const LIST_RETRIES: u32 = 5;
-/// The wait before the first retry of a listing, doubled before each next.
-const LIST_BACKOFF: Duration = Duration::from_millis(100);
+/// Attempts after the first of a listing or a deletion that failed for a reason that may pass
+/// (see [`retrying`]).
+const RETRIES: u32 = 5;
+/// The wait before the first of them, doubled before each next (about 3 s in all).
+const FIRST_BACKOFF: Duration = Duration::from_millis(100);
 
 /// An object found by [`Location::list`].
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -62,34 +62,26 @@ impl Location {
 
     /// The objects under this location taken as a directory (or prefix): directly under it, or
     /// at any depth when `recursive`, sorted by location. Nothing there is an empty list. A
-    /// failure that may pass is tried again, at most [`LIST_RETRIES`] times (about 3 s of
-    /// backoff in all).
+    /// failure that may pass (throttling, HTTP 500, a connection lost) is tried again, at most
+    /// five times (about 3 s of backoff in all).
     ///
     /// # Errors
     /// [`Error::Io`] if the store fails.
     pub async fn list(&self, options: &StorageOptions, recursive: bool) -> Result<Vec<ObjectInfo>> {
         let (store, prefix) = self.object_store(options, StorePurpose::Read)?;
         let secrets = options.secrets();
-        // The whole listing is tried again, not its failed request: the store's own retries
-        // miss a listing's answer cut in the middle of its body, and a failure part way
-        // through the pages of a recursive listing would have to resume from a page token.
-        let mut retries = 0;
-        let metas = loop {
-            let listed = if recursive {
+        // The whole listing is tried again, not its failed request (a store built for reading
+        // does not retry): a failure part way through the pages of a recursive listing would
+        // otherwise have to resume from a page token.
+        let metas = retrying(&secrets, Retry::Retryable, || async {
+            if recursive {
                 store.list(Some(&prefix)).try_collect::<Vec<_>>().await
             } else {
                 store.list_with_delimiter(Some(&prefix)).await.map(|listed| listed.objects)
-            };
-            let error = match listed {
-                Ok(metas) => break metas,
-                Err(e) => StoreError::new(&e, &secrets),
-            };
-            if !error.is_retryable() || retries >= LIST_RETRIES {
-                return Err(error.at(self.to_string()));
             }
-            tokio::time::sleep(LIST_BACKOFF.saturating_mul(1 << retries)).await;
-            retries += 1;
-        };
+        })
+        .await
+        .map_err(|e| e.at(self.to_string()))?;
         let base = prefix.as_ref().len();
         let mut out = Vec::with_capacity(metas.len());
         for meta in metas {
@@ -157,16 +149,49 @@ impl Location {
     /// [`Error::Io`] if the store fails.
     pub async fn delete(&self, options: &StorageOptions) -> Result<()> {
         let (store, path) = self.object_store(options, StorePurpose::Write)?;
-        match store.delete(&path).await {
+        // S3 stores delete with a multi-object `POST`, which they do not try again when its
+        // answer is lost; deleting twice is harmless.
+        match retrying(&options.secrets(), Retry::LostAnswers, || store.delete(&path)).await {
             Ok(()) => Ok(()),
-            Err(e) => {
-                let error = StoreError::new(&e, &options.secrets());
-                match error.kind() {
-                    StoreErrorKind::NotFound => Ok(()),
-                    _ => Err(error.at(self.to_string())),
-                }
-            }
+            Err(error) if error.kind() == StoreErrorKind::NotFound => Ok(()),
+            Err(error) => Err(error.at(self.to_string())),
         }
+    }
+}
+
+/// What [`retrying`] tries again.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Retry {
+    /// Any failure that may pass: for stores that do not retry by themselves.
+    Retryable,
+    /// Only requests whose answer was lost (no HTTP status: a connection reset, a timeout, a
+    /// body cut short), which stores do not retry for requests they deem unsafe to repeat; the
+    /// answers they got (500, 503) they retried already.
+    LostAnswers,
+}
+
+/// `attempt`'s outcome, tried again after a backoff while it fails as `retry` says, at most
+/// [`RETRIES`] times; its error scrubbed of `secrets`.
+async fn retrying<T, F>(
+    secrets: &[String],
+    retry: Retry,
+    mut attempt: impl FnMut() -> F,
+) -> std::result::Result<T, StoreError>
+where
+    F: Future<Output = object_store::Result<T>>,
+{
+    let mut retries = 0;
+    loop {
+        let error = match attempt().await {
+            Ok(value) => return Ok(value),
+            Err(e) => StoreError::new(&e, secrets),
+        };
+        let again = error.is_retryable() && (retry == Retry::Retryable || error.status().is_none());
+        if !again || retries >= RETRIES {
+            return Err(error);
+        }
+        tokio::time::sleep(FIRST_BACKOFF.saturating_mul(1 << retries)).await;
+        retries += 1;
     }
 }
 
@@ -222,5 +247,44 @@ mod tests {
         assert!(!a.exists(&options).await.unwrap());
         let missing = Location::Local(dir.path().join("nothing"));
         assert!(missing.list(&options, false).await.unwrap().is_empty());
+    }
+
+    /// Each attempt's error, then success.
+    async fn attempts(retry: Retry, errors: Vec<object_store::Error>) -> (u32, std::result::Result<(), StoreError>) {
+        let errors = std::sync::Mutex::new(errors.into_iter());
+        let calls = std::sync::atomic::AtomicU32::new(0);
+        let outcome = retrying(&[], retry, || {
+            calls.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+            let next = errors.lock().unwrap().next();
+            async move { next.map_or(Ok(()), Err) }
+        })
+        .await;
+        (calls.into_inner(), outcome)
+    }
+
+    fn answered(status: &str) -> object_store::Error {
+        object_store::Error::Generic { store: "S3", source: format!("status code: {status}").into() }
+    }
+
+    fn lost() -> object_store::Error {
+        use object_store::client::{HttpError, HttpErrorKind};
+        let reset = std::io::Error::from(std::io::ErrorKind::ConnectionReset);
+        object_store::Error::Generic {
+            store: "S3",
+            source: Box::new(HttpError::new(HttpErrorKind::Interrupted, reset)),
+        }
+    }
+
+    #[tokio::test]
+    async fn listings_retry_what_may_pass_deletions_only_lost_answers() {
+        let (calls, outcome) = attempts(Retry::Retryable, vec![answered("503 Slow Down"), lost()]).await;
+        assert!(outcome.is_ok() && calls == 3, "{calls} {outcome:?}");
+        let (calls, outcome) = attempts(Retry::LostAnswers, vec![lost(), lost()]).await;
+        assert!(outcome.is_ok() && calls == 3, "{calls} {outcome:?}");
+        // The store retried the 503 already; a 403 never passes.
+        let (calls, outcome) = attempts(Retry::LostAnswers, vec![answered("503 Slow Down")]).await;
+        assert!(outcome.is_err() && calls == 1, "{calls} {outcome:?}");
+        let (calls, outcome) = attempts(Retry::Retryable, vec![answered("403 Forbidden")]).await;
+        assert!(outcome.is_err() && calls == 1, "{calls} {outcome:?}");
     }
 }

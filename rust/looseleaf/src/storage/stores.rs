@@ -138,9 +138,12 @@ impl StorePurpose {
     fn retry(self) -> RetryConfig {
         match self {
             Self::Read => RetryConfig { max_retries: 0, retry_timeout: Duration::from_secs(30), ..Default::default() },
+            // Six retries, each after at least 200 ms (object_store's backoff is jittered
+            // between that and twice the last): throttling of a second is always waited out,
+            // a stalled store costs about seven timeouts, and 60 s bounds the whole.
             Self::Write => RetryConfig {
-                backoff: BackoffConfig { init_backoff: Duration::from_millis(100), ..Default::default() },
-                max_retries: 5,
+                backoff: BackoffConfig { init_backoff: Duration::from_millis(200), ..Default::default() },
+                max_retries: 6,
                 retry_timeout: Duration::from_secs(60),
             },
         }

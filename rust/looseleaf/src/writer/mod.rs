@@ -25,6 +25,7 @@ mod column;
 mod encoding_queue;
 mod parallel;
 mod shred;
+mod upload;
 mod zone_map;
 
 use crate::encodings::policy::{ColumnPolicies, EncodingPolicy};
@@ -36,6 +37,7 @@ use crate::format::{self, BUFFER_ALIGNMENT, ColumnEntry, FileTail, MAJOR_VERSION
 use crate::storage::{Location, StorageOptions, StoreError, StorePurpose};
 use column::{ColumnWriter, EncodedPage, PageRows};
 use encoding_queue::EncodingQueue;
+use upload::ConfirmedUpload;
 use zone_map::ZoneMapBuilder;
 
 /// Default target size of a page: 8 MiB.
@@ -236,7 +238,7 @@ impl FileWriter {
             .await
             .map_err(|e| StoreError::new(&e, &secrets).at(location.clone()))?;
         let mut writer = Self {
-            upload: Some(WriteMultipart::new(upload)),
+            upload: Some(WriteMultipart::new(Box::new(ConfirmedUpload::new(upload, store, path.clone())))),
             location,
             schema,
             fields,
