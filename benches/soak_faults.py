@@ -65,6 +65,8 @@ class Soak:
         self.rng = random.Random(seed)
         self.checked: collections.Counter[str] = collections.Counter()
         self.errors: collections.Counter[str] = collections.Counter()
+        #: The first message of each kind of error.
+        self.examples: dict[str, str] = {}
         self.version = 0
         # What each location holds, as far as the soak knows: a file or a dataset.
         self.truth: dict[str, pa.Table] = {}
@@ -86,7 +88,7 @@ class Soak:
                 "range",
                 "take",
                 "filtered",
-                "dataset",
+                "dataset_scan",
                 "write_table",
                 "file_writer",
                 "dataset_write",
@@ -98,7 +100,9 @@ class Soak:
         except looseleaf.LooseleafError as e:
             if BUCKET not in str(e):
                 raise AssertionError(f"{operation}: an error that names no path: {e}") from e
-            self.errors[f"{operation}: {type(e).__name__}"] += 1
+            kind = f"{operation}: {type(e).__name__}"
+            self.errors[kind] += 1
+            self.examples.setdefault(kind, str(e)[:400])
             self.after_error(operation)
 
     def after_error(self, operation: str) -> None:
@@ -148,11 +152,10 @@ class Soak:
         predicate = (pc.field("id") >= low) & (pc.field("id") < low + 3_000) | (pc.field("v") > 0.98)
         expect(self.reader().to_table(filter=predicate), self.truth[self.file].filter(predicate), "filtered")
 
-    def dataset(self) -> None:
+    def dataset_scan(self) -> None:
         got = looseleaf.dataset(self.dataset, storage_options=self.options).to_table()
-        expect(
-            got.select(["id", "v", "s", "k"]).sort_by("id"), self.truth[self.dataset].sort_by("id"), "dataset"
-        )
+        truth = self.truth[self.dataset].sort_by("id")
+        expect(got.select(["id", "v", "s", "k"]).sort_by("id"), truth, "dataset_scan")
 
     def write_table(self) -> None:
         self.version += 1
@@ -225,6 +228,8 @@ def main() -> int:
                     report_at += 60
         finally:
             report(soak, p, started)
+            for kind, message in soak.examples.items():
+                print(f"first {kind}: {message}")
             moto.stop()
     return 0
 

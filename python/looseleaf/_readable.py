@@ -17,6 +17,7 @@ from .filters import to_native
 
 if TYPE_CHECKING:
     from . import _looseleaf
+    from .arrow_dataset import ArrowDataset
     from .filters import Filter
     from .reader import ReadOptions
 
@@ -103,6 +104,16 @@ class Readable:
             indices = indices.combine_chunks()
         batches = self._native.take(indices, columns, **with_filter(options, filter))
         return pa.RecordBatchReader.from_stream(batches).read_all()
+
+    def arrow_dataset(self, **options: Unpack[ReadOptions]) -> ArrowDataset:
+        """This file or dataset as a ``pyarrow.dataset.Dataset``, for DuckDB
+        (``duckdb.sql("SELECT ... FROM a")``), Polars (``pl.scan_pyarrow_dataset(a)``) and
+        anything else that takes one: projections and filters are pushed into looseleaf, and
+        ``last_io_stats`` shows what the last scan read. ``options`` apply to every scan. See
+        :mod:`looseleaf.arrow_dataset` (which imports ``pyarrow.dataset``, so only then)."""
+        from .arrow_dataset import ArrowDataset
+
+        return ArrowDataset(self, **options)
 
     def count_rows(
         self,

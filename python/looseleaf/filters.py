@@ -33,7 +33,7 @@ import ctypes
 import datetime
 import struct
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any, TypeAlias
+from typing import TYPE_CHECKING, Any, NamedTuple, TypeAlias
 
 import pyarrow as pa
 
@@ -44,7 +44,7 @@ if TYPE_CHECKING:
 
     Filter: TypeAlias = pc.Expression | Sequence[Sequence[Any]]
 
-__all__ = ["to_native"]
+__all__ = ["Pushdown", "pushdown", "to_native"]
 
 #: Comparison functions of Arrow compute, by the engine's name of the operator.
 _COMPARE = {
@@ -94,6 +94,78 @@ def to_native(filter: Filter) -> tuple[str, list[pa.Array]]:
             )
         node = _Converter(literals).predicate(_parse(filter), _POSITIVE)
     return json.dumps(node, separators=(",", ":")), literals
+
+
+class Pushdown(NamedTuple):
+    """What :func:`pushdown` makes of a filter."""
+
+    #: The engine's form of the conjuncts it evaluates (``None``: none of them).
+    native: tuple[str, list[pa.Array]] | None
+    #: Whether that is the whole filter; if not, the filter must be applied to what is read.
+    exact: bool
+    #: The top-level columns the filter refers to (for applying it afterwards).
+    columns: frozenset[str]
+
+
+def pushdown(filter: Filter) -> Pushdown:
+    """The part of ``filter`` the engine can evaluate: all of it when :func:`to_native` takes
+    it; otherwise, for an expression, those of its top-level conjuncts (``a & b & ...``) that it
+    takes, and the filter must also be applied to the rows read (by pyarrow). For callers that
+    may pass any expression and expect exact results (DuckDB, Polars: see
+    :mod:`looseleaf.arrow_dataset`); a list of tuples is all or an error, as in
+    :func:`to_native`."""
+    try:
+        native = to_native(filter)
+    except InvalidArgumentError:
+        if isinstance(filter, list | tuple):
+            raise
+    else:
+        columns = frozenset() if isinstance(filter, list | tuple) else _top_level_fields(_parse(filter))
+        return Pushdown(native, True, columns)
+    try:
+        node = _parse(filter)
+    except InvalidArgumentError:
+        return Pushdown(None, False, frozenset())
+    import json
+
+    literals: list[pa.Array] = []
+    converter = _Converter(literals)
+    members: list[dict[str, Any]] = []
+    for conjunct in _conjuncts(node):
+        before = len(literals)
+        try:
+            members.append(converter.predicate(conjunct, _POSITIVE))
+        except InvalidArgumentError:
+            del literals[before:]
+    native = (json.dumps({"and": members}, separators=(",", ":")), literals) if members else None
+    return Pushdown(native, False, _top_level_fields(node))
+
+
+def _conjuncts(node: _Node) -> list[_Node]:
+    """The members of a chain of ``and``s (all of ``node`` if it is not one). ``and`` and
+    ``and_kleene`` keep the same rows (those where every member is true)."""
+    out: list[_Node] = []
+    pending = [node]
+    while pending:
+        current = pending.pop()
+        if current[0] == "call" and current[1] in ("and", "and_kleene"):
+            pending.extend(reversed(current[2]))
+        else:
+            out.append(current)
+    return out
+
+
+def _top_level_fields(node: _Node) -> frozenset[str]:
+    """The top-level names of the fields ``node`` refers to."""
+    names: set[str] = set()
+    pending = [node]
+    while pending:
+        current = pending.pop()
+        if current[0] == "field":
+            names.add(current[1][0])
+        elif current[0] == "call":
+            pending.extend(current[2])
+    return frozenset(names)
 
 
 # --- pyarrow expressions --------------------------------------------------------------------
