@@ -54,14 +54,23 @@ _IGNORED = frozenset(
 class ArrowDataset(pds.Dataset):
     """``source`` (a :class:`looseleaf.FileReader` or :class:`looseleaf.Dataset`) as a
     ``pyarrow.dataset.Dataset``. ``options`` (:class:`~looseleaf.ReadOptions`) apply to every
-    scan. ``last_io_stats`` holds the I/O counters of the last scan that ended (bytes, requests,
-    zones skipped, files read), so that pushdown can be checked."""
+    scan. :attr:`last_io_stats` shows what the last scan read, so that pushdown can be checked."""
 
     def __init__(self, source: Readable, **options: Any) -> None:
         # pyarrow's own constructor is not called: this dataset has no C++ side.
         self._source = source
         self._options = options
-        self.last_io_stats: dict[str, Any] | None = None
+        # The last scan started: its native stream, whose counters are live (a stream whose
+        # batches were handed over as a whole holds nothing else), or the counters of one that
+        # ended (a stream read batch by batch holds its buffers until dropped).
+        self._last_read: Any = None
+
+    @property
+    def last_io_stats(self) -> dict[str, Any] | None:
+        """The I/O counters of the last scan started (bytes, requests, zones skipped, files
+        read; so far, if it is still running), or ``None`` before any."""
+        last = self._last_read
+        return last if last is None or isinstance(last, dict) else last.io_stats()
 
     @property
     def source(self) -> Readable:
@@ -173,11 +182,18 @@ class Scanner:
             return self._options
         return {**self._options, "filter": self._pushdown.native}
 
+    def _stream(
+        self, columns: list[str] | None, start: int | None = None, num_rows: int | None = None
+    ) -> Any:
+        stream = self._dataset._source._native.stream(columns, start, num_rows, **self._native_options())
+        self._dataset._last_read = stream
+        return stream
+
     def to_batches(
         self, *, start: int | None = None, num_rows: int | None = None
     ) -> Iterator[pa.RecordBatch]:
-        source = self._dataset._source
-        stream = source._native.stream(self._read_columns(), start, num_rows, **self._native_options())
+        """The batches, one at a time; errors are looseleaf's exceptions naming the file."""
+        stream = self._stream(self._read_columns(), start, num_rows)
         schema = self.projected_schema
         try:
             while (exported := stream.next_batch()) is not None:
@@ -188,10 +204,18 @@ class Scanner:
                     batch = batch.select(self._columns)
                 yield batch.cast(schema) if batch.schema != schema else batch
         finally:
-            # Also when the caller stops early (head, a LIMIT): the counters of what was read.
-            self._dataset.last_io_stats = stream.io_stats()
+            # Also when the caller stops early (head, a LIMIT): the stream and its buffers go.
+            if self._dataset._last_read is stream:
+                self._dataset._last_read = stream.io_stats()
 
     def to_reader(self) -> pa.RecordBatchReader:
+        """The batches as a reader. When the engine evaluates the whole filter, the reader is the
+        engine's stream itself (no Python between batches, as DuckDB reads it); its errors are
+        then pyarrow's ``ArrowInvalid``, with looseleaf's message naming the file."""
+        if self._pushdown.exact:
+            reader = pa.RecordBatchReader.from_stream(self._stream(self._read_columns()))
+            if reader.schema == self.projected_schema:
+                return reader
         return pa.RecordBatchReader.from_batches(self.projected_schema, self.to_batches())
 
     def to_table(self) -> pa.Table:
@@ -206,11 +230,11 @@ class Scanner:
         batches, rows = [], 0
         batches_iter = self.to_batches(**bounded)
         try:
-            for batch in batches_iter:
-                if rows >= num_rows:
-                    break
+            for batch in batches_iter if num_rows > 0 else ():
                 batches.append(batch.slice(0, num_rows - rows))
                 rows += batches[-1].num_rows
+                if rows >= num_rows:
+                    break
         finally:
             batches_iter.close()
         return pa.Table.from_batches(batches, schema=self.projected_schema)
@@ -225,16 +249,12 @@ class Scanner:
         source = self._dataset._source
         if self._pushdown.exact:
             return source._native.count_rows(None, None, **self._native_options())
-        columns = sorted(self._pushdown.columns)
-        stream = source._native.stream(columns, None, None, **self._native_options())
+        stream = self._stream(sorted(self._pushdown.columns))
         count = 0
-        try:
-            while (exported := stream.next_batch()) is not None:
-                count += (
-                    pa.RecordBatchReader.from_stream(exported).read_next_batch().filter(self._filter).num_rows
-                )
-        finally:
-            self._dataset.last_io_stats = stream.io_stats()
+        while (exported := stream.next_batch()) is not None:
+            batch = pa.RecordBatchReader.from_stream(exported).read_next_batch()
+            count += batch.filter(self._filter).num_rows
+        self._dataset._last_read = stream.io_stats()
         return count
 
 
