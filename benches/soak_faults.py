@@ -102,7 +102,9 @@ class Soak:
                 raise AssertionError(f"{operation}: an error that names no path: {e}") from e
             kind = f"{operation}: {type(e).__name__}"
             self.errors[kind] += 1
-            self.examples.setdefault(kind, str(e)[:400])
+            if kind not in self.examples:
+                self.examples[kind] = str(e)[:400]
+                print(f"first {kind}: {self.examples[kind]}", flush=True)
             self.after_error(operation)
 
     def after_error(self, operation: str) -> None:
@@ -228,8 +230,6 @@ def main() -> int:
                     report_at += 60
         finally:
             report(soak, p, started)
-            for kind, message in soak.examples.items():
-                print(f"first {kind}: {message}")
             moto.stop()
     return 0
 

@@ -6,11 +6,11 @@ or a looseleaf error naming the path, within a bounded time; a write that fails 
 partial visible and no multipart upload pending.
 
 Faults fewer than the retries (the reader's six of each request, the store's six of each write
-request, five of a listing) must not fail anything: those reads and writes must give the right
-data. One fault is the exception: an answer to the start of a multipart upload lost in the
-middle of its body. ``object_store`` reads that body outside its retries, so the write fails
-(clearly, naming the file), and the upload the store created is one the client never learnt
-of (``ProxyStats.orphaned_uploads``: on S3 a bucket's lifecycle rule removes those).
+request, five of a listing, five of the start of an upload or a deletion whose answer was lost)
+must not fail anything: those reads and writes must give the right data. An answer to the start
+of a multipart upload lost in the middle of its body is read by ``object_store`` outside its own
+retries: the writer starts another upload, and the one the store had created is one the client
+never learnt of (``ProxyStats.orphaned_uploads``: on S3 a bucket's lifecycle rule removes those).
 """
 
 from __future__ import annotations
@@ -385,20 +385,18 @@ def test_file_writes_under_faults_give_the_right_file(moto, write, kind):
 
 
 @pytest.mark.parametrize("kind", KINDS)
-def test_a_lost_answer_to_the_start_of_an_upload_fails_the_write_cleanly(moto, kind):
-    """Faults on ``CreateMultipartUpload``: those before the store answers are retried; an
-    answer lost in its body is an error naming the file (see the module documentation)."""
+def test_a_lost_answer_to_the_start_of_an_upload_is_tried_again(moto, kind):
+    """Regression: a fault on ``CreateMultipartUpload`` after the store answered (a reset or a
+    stall in the body, a short body) failed the write, which ``object_store`` does not retry;
+    the writer starts another upload, and the write succeeds."""
     path = f"s3://{BUCKET}/write/create-{kind}-{next(_names)}.leaf"
     spared = frozenset({"upload_part", "complete_upload", "abort_upload", "head", "get"})
     with faulty(moto, OncePerRequestKind(_fault_of(kind), spared)) as (p, options):
-        error = None
-        try:
-            bounded(lambda: _write_table(path, options))
-        except Exception as e:
-            error = e
-        _check_file_write(moto, p, path, error, TABLE)
-    assert (error is None) == (kind in ("internal_error", "slow_down", "stall")), error
+        bounded(lambda: _write_table(path, options))
+        _check_file_write(moto, p, path, None, TABLE)
     assert p.stats.injected
+    lost_in_body = kind in ("reset", "short", "stall_in_body")
+    assert bool(p.stats.orphaned_uploads) == lost_in_body, p.stats.orphaned_uploads
 
 
 def test_a_completion_whose_answer_is_lost_is_a_success(moto):
@@ -546,8 +544,8 @@ def test_a_seeded_mix_of_faults_on_every_path(moto, written):
             errors.append(e)
         _check_file_write(moto, p, path, error, TABLE)
     assert sum(p.stats.injected.values()) > 0
-    # Only a lost answer to the start of an upload may fail a write; reads retry everything.
-    assert all("create multipart" in str(e) for e in errors), errors
+    # Bursts of three are fewer than any retries: nothing fails.
+    assert not errors, errors
 
 
 # --- Spark ---------------------------------------------------------------------------------------

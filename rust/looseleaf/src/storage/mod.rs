@@ -26,10 +26,12 @@
 mod errors;
 mod location;
 mod objects;
+mod retry;
 mod stores;
 
 pub use errors::{StoreError, StoreErrorKind};
 pub use location::{Location, StoreKind, without_query};
 pub use objects::ObjectInfo;
+pub(crate) use retry::{Retry, retrying};
 pub use stores::StorageOptions;
 pub(crate) use stores::StorePurpose;

@@ -34,7 +34,7 @@ use crate::error::{Error, Result, bail, ensure};
 use crate::format::proto::{BufferLocation, ColumnMetadata, Compression, Footer, PageMetadata, ZoneMapLocation};
 use crate::format::schema::{FieldColumns, assign_columns, schema_to_proto};
 use crate::format::{self, BUFFER_ALIGNMENT, ColumnEntry, FileTail, MAJOR_VERSION, MINOR_VERSION};
-use crate::storage::{Location, StorageOptions, StoreError, StorePurpose};
+use crate::storage::{Location, Retry, StorageOptions, StoreError, StorePurpose, retrying};
 use column::{ColumnWriter, EncodedPage, PageRows};
 use encoding_queue::EncodingQueue;
 use upload::ConfirmedUpload;
@@ -233,10 +233,12 @@ impl FileWriter {
         // Enough pages for every thread to encode one while as many wait to be written behind
         // a slow one (a page of comments takes ten times as long as one of dates).
         let queued_bytes = options.page_size.saturating_mul(2 * threads as u64 + 2);
-        let upload = store
-            .put_multipart_opts(path, Default::default())
+        // The start of an upload is a `POST` the store does not repeat when its answer is lost;
+        // starting another is harmless but for the first, which the client never learnt of (a
+        // bucket's lifecycle rule for incomplete uploads removes those).
+        let upload = retrying(&secrets, Retry::LostAnswers, || store.put_multipart_opts(path, Default::default()))
             .await
-            .map_err(|e| StoreError::new(&e, &secrets).at(location.clone()))?;
+            .map_err(|e| e.at(location.clone()))?;
         let mut writer = Self {
             upload: Some(WriteMultipart::new(Box::new(ConfirmedUpload::new(upload, store, path.clone())))),
             location,

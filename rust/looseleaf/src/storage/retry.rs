@@ -1,0 +1,94 @@
+//! [`retrying`]: a request to a store tried again after failures that may pass, for the requests
+//! the stores do not retry themselves: listings (the read store does not retry), and requests
+//! whose answer was lost (a connection reset, a body cut short), which `object_store` does not
+//! repeat when it deems them unsafe to (`POST`s: deletions of several objects, the start of a
+//! multipart upload).
+
+use std::time::Duration;
+
+use super::StoreError;
+
+/// Attempts after the first.
+const RETRIES: u32 = 5;
+/// The wait before the first of them, doubled before each next (about 3 s in all).
+const FIRST_BACKOFF: Duration = Duration::from_millis(100);
+
+/// What [`retrying`] tries again.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Retry {
+    /// Any failure that may pass: for stores that do not retry by themselves.
+    Retryable,
+    /// Only requests whose answer was lost (no HTTP status: a connection reset, a timeout, a
+    /// body cut short), which stores do not retry for requests they deem unsafe to repeat; the
+    /// answers they got (500, 503) they retried already.
+    LostAnswers,
+}
+
+/// `attempt`'s outcome, tried again after a backoff while it fails as `retry` says, at most
+/// [`RETRIES`] times; its error scrubbed of `secrets`.
+pub(crate) async fn retrying<T, F>(
+    secrets: &[String],
+    retry: Retry,
+    mut attempt: impl FnMut() -> F,
+) -> std::result::Result<T, StoreError>
+where
+    F: Future<Output = object_store::Result<T>>,
+{
+    let mut retries = 0;
+    loop {
+        let error = match attempt().await {
+            Ok(value) => return Ok(value),
+            Err(e) => StoreError::new(&e, secrets),
+        };
+        let again = error.is_retryable() && (retry == Retry::Retryable || error.status().is_none());
+        if !again || retries >= RETRIES {
+            return Err(error);
+        }
+        tokio::time::sleep(FIRST_BACKOFF.saturating_mul(1 << retries)).await;
+        retries += 1;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Each attempt's error, then success.
+    async fn attempts(retry: Retry, errors: Vec<object_store::Error>) -> (u32, std::result::Result<(), StoreError>) {
+        let errors = std::sync::Mutex::new(errors.into_iter());
+        let calls = std::sync::atomic::AtomicU32::new(0);
+        let outcome = retrying(&[], retry, || {
+            calls.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+            let next = errors.lock().unwrap().next();
+            async move { next.map_or(Ok(()), Err) }
+        })
+        .await;
+        (calls.into_inner(), outcome)
+    }
+
+    fn answered(status: &str) -> object_store::Error {
+        object_store::Error::Generic { store: "S3", source: format!("status code: {status}").into() }
+    }
+
+    fn lost() -> object_store::Error {
+        use object_store::client::{HttpError, HttpErrorKind};
+        let reset = std::io::Error::from(std::io::ErrorKind::ConnectionReset);
+        object_store::Error::Generic {
+            store: "S3",
+            source: Box::new(HttpError::new(HttpErrorKind::Interrupted, reset)),
+        }
+    }
+
+    #[tokio::test]
+    async fn listings_retry_what_may_pass_deletions_only_lost_answers() {
+        let (calls, outcome) = attempts(Retry::Retryable, vec![answered("503 Slow Down"), lost()]).await;
+        assert!(outcome.is_ok() && calls == 3, "{calls} {outcome:?}");
+        let (calls, outcome) = attempts(Retry::LostAnswers, vec![lost(), lost()]).await;
+        assert!(outcome.is_ok() && calls == 3, "{calls} {outcome:?}");
+        // The store retried the 503 already; a 403 never passes.
+        let (calls, outcome) = attempts(Retry::LostAnswers, vec![answered("503 Slow Down")]).await;
+        assert!(outcome.is_err() && calls == 1, "{calls} {outcome:?}");
+        let (calls, outcome) = attempts(Retry::Retryable, vec![answered("403 Forbidden")]).await;
+        assert!(outcome.is_err() && calls == 1, "{calls} {outcome:?}");
+    }
+}
