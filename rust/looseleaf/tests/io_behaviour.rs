@@ -234,6 +234,7 @@ async fn pages_larger_than_their_share_of_the_budget_are_read_in_parts() {
     let reader = FileReader::open_path(&path).await.unwrap();
     let io = IoOptions { depth: IoDepth::Fixed(nz(4)), buffer: ByteCount(budget), ..IoOptions::LOCAL };
     let read = reader.read().with_batch_size(nz(4096)).with_io_options(io).with_decode_parallelism(nz(1));
+    let plan = read.clone().plan().await.unwrap();
     let mut stream = read.stream().await.unwrap();
     let mut got = Vec::new();
     while let Some(batch) = stream.next().await {
@@ -243,6 +244,8 @@ async fn pages_larger_than_their_share_of_the_budget_are_read_in_parts() {
     let stats = stream.io_stats();
     assert_batches_equal(&arrow_select::concat::concat_batches(&schema, &got).unwrap(), &table, "read in parts");
     assert!(stats.reads > 2 * num_pages, "pages were read in parts: {stats:?}");
+    // The scheduling loop alone plans the parts.
+    assert_eq!(stats.requests, plan.requests.len() as u64, "{stats:?}");
     // The budget, and at most two parts (of 64 KiB, a bit-packed block over) of each column
     // read in parts beside the string pages read whole.
     let strings = max_page_bytes(&layout)[4];
