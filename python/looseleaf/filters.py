@@ -103,7 +103,7 @@ class Pushdown(NamedTuple):
     native: tuple[str, list[pa.Array]] | None
     #: Whether that is the whole filter; if not, the filter must be applied to what is read.
     exact: bool
-    #: The top-level columns the filter refers to (for applying it afterwards).
+    #: The top-level columns the filter refers to, when it is not exact (to apply it afterwards).
     columns: frozenset[str]
 
 
@@ -120,8 +120,7 @@ def pushdown(filter: Filter) -> Pushdown:
         if isinstance(filter, list | tuple):
             raise
     else:
-        columns = frozenset() if isinstance(filter, list | tuple) else _top_level_fields(_parse(filter))
-        return Pushdown(native, True, columns)
+        return Pushdown(native, True, frozenset())
     try:
         node = _parse(filter)
     except InvalidArgumentError:
