@@ -39,10 +39,10 @@ use arrow_array::{Array, ArrayRef, Int64Array, RecordBatch, Scalar};
 use arrow_schema::{DataType, SchemaRef};
 use bytes::Bytes;
 use futures::StreamExt;
+use looseleaf::dataset::{Dataset, DatasetOptions, DatasetSource};
 use looseleaf::filter::{CompareOp, Predicate};
 use looseleaf::format::schema::is_variable_width;
 use looseleaf::io::{IoDepth, RangeReader};
-use looseleaf::dataset::{Dataset, DatasetOptions, DatasetSource};
 use looseleaf::{
     ByteCount, Error, FileReader, IoOptions, Location, ReadBuilder, ReadOptions, RowSelection, StorageOptions,
 };
