@@ -402,7 +402,9 @@ impl FileWriter {
     /// [`Error::Io`] if the storage fails; nothing is then visible at the file's path.
     pub async fn finish(mut self) -> Result<FinishedFile> {
         if let Err(e) = self.check_usable() {
-            self.abort().await?;
+            // The failure that made the writer unusable is the one to report; an upload whose
+            // abort fails too is left to the store's lifecycle rules, as after a crash.
+            let _ = self.abort().await;
             return Err(e);
         }
         self.write_last_pages().await.map_err(|e| self.locate(e))?;

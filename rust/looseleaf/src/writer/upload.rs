@@ -13,6 +13,9 @@
 //! the object at the path is looked at: of the size written, it is the upload, completed, and
 //! the write succeeds; otherwise the completion's error is reported, never the abort's 404.
 //!
+//! An abort that finds the upload gone (`NoSuchUpload`: an earlier attempt whose answer was
+//! lost and which the store retried, or the settling above) has done its work: it succeeds.
+//!
 //! What it does not do: tell its own completion from someone else's abort of the same upload
 //! (a lifecycle rule) when an object of exactly the size written was already at the path.
 
@@ -36,8 +39,6 @@ pub(super) struct ConfirmedUpload {
     /// Whether the upload is known to be gone (aborted while settling a failed completion), so
     /// that a later abort has nothing to do.
     gone: bool,
-    /// Whether a completion failed: an upload the store no longer knows may then be completed.
-    completion_failed: bool,
 }
 
 /// Aborts tried again after the first while settling a completion, when they fail for a reason
@@ -49,12 +50,11 @@ const SETTLE_BACKOFF: Duration = Duration::from_millis(100);
 impl ConfirmedUpload {
     /// `inner`, the upload of `path` in `store`.
     pub(super) fn new(inner: Box<dyn MultipartUpload>, store: Arc<dyn ObjectStore>, path: Path) -> Self {
-        Self { inner, store, path, bytes: 0, gone: false, completion_failed: false }
+        Self { inner, store, path, bytes: 0, gone: false }
     }
 
     /// The outcome of a completion that failed with `failure`.
     async fn settle(&mut self, failure: object_store::Error) -> object_store::Result<PutResult> {
-        self.completion_failed = true;
         let mut retries = 0;
         loop {
             match self.inner.abort().await {
@@ -113,9 +113,10 @@ impl MultipartUpload for ConfirmedUpload {
                 return Ok(());
             }
             match self.inner.abort().await {
-                // Gone since the completion failed: the completion's error is the one to
-                // report, not a "not found" about the file being written.
-                Err(object_store::Error::NotFound { .. }) if self.completion_failed => Ok(()),
+                // Gone: aborted by an earlier attempt whose answer was lost (the store retries
+                // an abort), or since a completion failed, whose error is the one to report,
+                // not a "not found" about the file being written.
+                Err(object_store::Error::NotFound { .. }) => Ok(()),
                 other => other,
             }
         })
@@ -218,5 +219,16 @@ mod tests {
                 assert!(store.head(&Path::from("failed.leaf")).await.is_err(), "nothing at the path");
             }
         }
+    }
+
+    #[tokio::test]
+    async fn an_abort_that_finds_the_upload_gone_has_done_its_work() {
+        // As when the store retried an abort whose first answer was lost: NoSuchUpload.
+        let store: Arc<dyn ObjectStore> = Arc::new(InMemory::new());
+        let path = Path::from("gone.leaf");
+        let inner = store.put_multipart_opts(&path, PutMultipartOptions::default()).await.unwrap();
+        let gone = LostAnswer { inner, completes: true, completed: true, lost_aborts: 0 };
+        let mut upload = ConfirmedUpload::new(Box::new(gone), store, path);
+        upload.abort().await.unwrap();
     }
 }
