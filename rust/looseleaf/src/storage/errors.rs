@@ -39,6 +39,8 @@ pub enum StoreErrorKind {
 pub struct StoreError {
     kind: StoreErrorKind,
     status: Option<u16>,
+    /// Whether the store tried the request again before giving up (its own retries).
+    store_retried: bool,
     message: String,
 }
 
@@ -71,7 +73,17 @@ impl StoreError {
             _ if transport_failure(error) => StoreErrorKind::Transient,
             _ => StoreErrorKind::Other,
         };
-        Self { kind, status, message }
+        // object_store names its own retries in the message of the request that failed
+        // ("Error performing PUT ... after 3 retries, max_retries: 6, ..."): its retry error
+        // type is private.
+        let store_retried = error.to_string().contains(" retries, max_retries: ");
+        Self { kind, status, store_retried, message }
+    }
+
+    /// Whether the store retried the request itself before this failure (none for requests it
+    /// deems unsafe to repeat, and for failures after its answer began: a body cut short).
+    pub fn store_retried(&self) -> bool {
+        self.store_retried
     }
 
     /// What kind of failure it was.

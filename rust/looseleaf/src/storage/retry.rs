@@ -19,8 +19,10 @@ pub(crate) enum Retry {
     /// Any failure that may pass: for stores that do not retry by themselves.
     Retryable,
     /// Only requests whose answer was lost (no HTTP status: a connection reset, a timeout, a
-    /// body cut short), which stores do not retry for requests they deem unsafe to repeat; the
-    /// answers they got (500, 503) they retried already.
+    /// body cut short) and that the store did not retry itself: requests it deems unsafe to
+    /// repeat, and answers whose body failed after their status. The answers they got (500,
+    /// 503), and what they retried already, are not tried again: a store that stalls for good
+    /// then costs its own retries' timeouts, not those times six.
     LostAnswers,
 }
 
@@ -40,7 +42,8 @@ where
             Ok(value) => return Ok(value),
             Err(e) => StoreError::new(&e, secrets),
         };
-        let again = error.is_retryable() && (retry == Retry::Retryable || error.status().is_none());
+        let again =
+            error.is_retryable() && (retry == Retry::Retryable || (error.status().is_none() && !error.store_retried()));
         if !again || retries >= RETRIES {
             return Err(error);
         }
@@ -86,6 +89,21 @@ mod tests {
         let (calls, outcome) = attempts(Retry::LostAnswers, vec![lost(), lost()]).await;
         assert!(outcome.is_ok() && calls == 3, "{calls} {outcome:?}");
         // The store retried the 503 already; a 403 never passes.
+        // A lost answer the store retried already (its retries named in the message).
+        let retried = {
+            use object_store::client::{HttpError, HttpErrorKind};
+            let timeout = std::io::Error::new(
+                std::io::ErrorKind::TimedOut,
+                "Error performing POST http://h/b/k in 6s, after 6 retries, max_retries: 6, retry_timeout: 60s",
+            );
+            object_store::Error::Generic {
+                store: "S3",
+                source: Box::new(HttpError::new(HttpErrorKind::Timeout, timeout)),
+            }
+        };
+        assert!(StoreError::new(&retried, &[]).is_retryable());
+        let (calls, outcome) = attempts(Retry::LostAnswers, vec![retried]).await;
+        assert!(outcome.is_err() && calls == 1, "the store retried it already: {calls} {outcome:?}");
         let (calls, outcome) = attempts(Retry::LostAnswers, vec![answered("503 Slow Down")]).await;
         assert!(outcome.is_err() && calls == 1, "{calls} {outcome:?}");
         let (calls, outcome) = attempts(Retry::Retryable, vec![answered("403 Forbidden")]).await;
