@@ -45,6 +45,29 @@ impl PyFileWriter {
     }
 }
 
+/// How long the collection of an unfinished writer waits for its abort (see `Drop`).
+const DROP_ABORT_WAIT: std::time::Duration = std::time::Duration::from_secs(1);
+
+/// A writer collected unfinished (never closed nor aborted) abandons its file. Its abort gets a
+/// moment, so that a local staging file is gone when the collection returns (a `del` followed by
+/// a listing of the directory sees nothing), and goes on in the background past it: a store
+/// that stalls must not hold the interpreter.
+impl Drop for PyFileWriter {
+    fn drop(&mut self) {
+        let writer = self.writer.get_mut().unwrap_or_else(|p| p.into_inner()).take();
+        let (Some(writer), Ok(runtime)) = (writer, runtime()) else { return };
+        let abort = runtime.spawn(async move {
+            let _ = writer.abort().await;
+        });
+        // Blocking is only possible outside a runtime (a collection on a runtime's thread
+        // leaves the abort to run on its own).
+        if tokio::runtime::Handle::try_current().is_err() {
+            // The timer is made inside the runtime, which it needs.
+            let _ = runtime.block_on(async { tokio::time::timeout(DROP_ABORT_WAIT, abort).await });
+        }
+    }
+}
+
 #[pymethods]
 impl PyFileWriter {
     #[new]
