@@ -204,11 +204,15 @@ impl WriteJob {
 
     /// Makes the task files `files` visible with `schema` as the dataset's schema, then deletes
     /// the job's other files (attempts that lost) and, for an overwrite, everything the commits
-    /// before it made visible. A failure after the commit is written leaves only files no reader
-    /// sees.
+    /// before it made visible.
+    ///
+    /// Once its commit is written the job has succeeded, whatever follows: the deletions remove
+    /// only files no reader sees any more, so they are tried and their failures left behind
+    /// (not reported: the write did happen). An old commit's record is deleted after its files,
+    /// and only if they all went, so that a later overwrite finds it and deletes what is left.
     ///
     /// # Errors
-    /// [`Error::Io`] if the store fails.
+    /// [`Error::Io`] if the store fails before the commit is written (nothing is then visible).
     pub async fn commit(&self, files: &[String], schema: &SchemaRef) -> Result<()> {
         let before = CommitLog::read(&self.directory, &self.options).await?;
         let schema_file = format!("{SCHEMAS_DIR}/{}.leaf", self.id);
@@ -222,15 +226,24 @@ impl WriteJob {
             partition_by: self.partition_by.clone(),
         };
         write_commit(&self.directory, &self.options, &commit).await?;
-        self.delete_job_files(files).await?;
+        let _ = self.delete_job_files(files).await;
         if let (CommitMode::Overwrite, Some(before)) = (self.mode, before) {
             for old in before.commits {
-                for name in old.files.iter().chain([&old.schema, &format!("{COMMITS_DIR}/{}.json", old.job)]) {
-                    self.directory.child(name)?.delete(&self.options).await?;
+                let mut files_gone = true;
+                for name in old.files.iter().chain([&old.schema]) {
+                    files_gone &= self.delete(name).await.is_ok();
+                }
+                if files_gone {
+                    let _ = self.delete(&format!("{COMMITS_DIR}/{}.json", old.job)).await;
                 }
             }
         }
         Ok(())
+    }
+
+    /// Deletes `name` (a path below the directory).
+    async fn delete(&self, name: &str) -> Result<()> {
+        self.directory.child(name)?.delete(&self.options).await
     }
 
     /// Abandons the job: records that it ended, then deletes its files.
@@ -538,6 +551,36 @@ mod tests {
             ],
             "an overwrite leaves only its own files"
         );
+    }
+
+    #[tokio::test]
+    async fn an_overwrite_whose_cleanup_fails_has_still_happened() {
+        let options = StorageOptions::new();
+        let tmp = tempfile::tempdir().unwrap();
+        let dir = Location::Local(tmp.path().to_path_buf());
+        let first = WriteJob::begin(&dir, &options, &schema(DataType::Utf8), CommitMode::Overwrite, &[]).await.unwrap();
+        let a = write_task(&first, 0, &[1]).await;
+        first.commit(std::slice::from_ref(&a), &schema(DataType::Utf8)).await.unwrap();
+        // The old file cannot be deleted (a directory in its place: even root cannot).
+        let old = tmp.path().join(&a);
+        std::fs::remove_file(&old).unwrap();
+        std::fs::create_dir_all(old.join("held")).unwrap();
+
+        let second =
+            WriteJob::begin(&dir, &options, &schema(DataType::Utf8), CommitMode::Overwrite, &[]).await.unwrap();
+        let b = write_task(&second, 0, &[2]).await;
+        second.commit(std::slice::from_ref(&b), &schema(DataType::Utf8)).await.unwrap();
+        assert_eq!(resolve(&dir, &options).await.unwrap().files, [dir.child(&b).unwrap().to_string()]);
+        let first_commit = dir.child(&format!("{COMMITS_DIR}/{}.json", first.id())).unwrap();
+        assert!(first_commit.exists(&options).await.unwrap(), "kept for a later overwrite to finish");
+
+        // Once the obstacle is gone, the next overwrite deletes what was left.
+        std::fs::remove_dir_all(&old).unwrap();
+        let third = WriteJob::begin(&dir, &options, &schema(DataType::Utf8), CommitMode::Overwrite, &[]).await.unwrap();
+        let c = write_task(&third, 0, &[3]).await;
+        third.commit(std::slice::from_ref(&c), &schema(DataType::Utf8)).await.unwrap();
+        assert!(!first_commit.exists(&options).await.unwrap());
+        assert_eq!(resolve(&dir, &options).await.unwrap().files, [dir.child(&c).unwrap().to_string()]);
     }
 
     #[tokio::test]

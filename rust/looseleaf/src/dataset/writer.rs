@@ -382,7 +382,8 @@ impl DatasetWriter {
     ///
     /// # Errors
     /// Errors of the files' writers (the job is then aborted: its files are deleted) or of the
-    /// store; an error after the commit (deleting old files) leaves the new dataset visible.
+    /// store before the commit is written. Once it is, the write has succeeded: failures to delete
+    /// the files it replaced are not errors (see [`WriteJob::commit`]).
     pub async fn finish(self) -> Result<Vec<String>> {
         let Self { files, job } = self;
         let schema = files.schema().clone();
