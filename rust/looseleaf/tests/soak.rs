@@ -129,6 +129,24 @@ async fn consume(read: ReadBuilder, expected: &RecordBatch, pause: Duration, wha
     largest
 }
 
+/// `num_columns` columns `c0, c1, ...` of `rows` random values, int64 and float64 in turn.
+fn random_numbers(rows: usize, num_columns: usize, seed: u64) -> RecordBatch {
+    let mut rng = common::rng(seed);
+    let types = [DataType::Int64, DataType::Float64];
+    let fields: Vec<Field> =
+        (0..num_columns).map(|i| Field::new(format!("c{i}"), types[i % 2].clone(), false)).collect();
+    let columns: Vec<ArrayRef> = (0..num_columns)
+        .map(|i| -> ArrayRef {
+            if i % 2 == 0 {
+                Arc::new(Int64Array::from_iter_values((0..rows).map(|_| rng.random::<i64>())))
+            } else {
+                Arc::new(Float64Array::from_iter_values((0..rows).map(|_| rng.random::<f64>())))
+            }
+        })
+        .collect();
+    RecordBatch::try_new(Arc::new(Schema::new(fields)), columns).unwrap()
+}
+
 /// The batches in flight of a stream: those decoded and waiting their turn, the one being
 /// put together from its steps, and the one its consumer holds.
 fn batches_in_flight(largest: u64) -> u64 {
@@ -283,21 +301,8 @@ async fn a_thousand_column_projection_with_a_small_budget() {
     let _serial = SERIAL.lock().await;
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("wide.leaf");
-    let rows = 4000usize;
-    let mut rng = common::rng(3);
-    let types = [DataType::Int64, DataType::Float64];
-    let fields: Vec<Field> = (0..1100).map(|i| Field::new(format!("c{i}"), types[i % 2].clone(), false)).collect();
-    let schema: SchemaRef = Arc::new(Schema::new(fields));
-    let columns: Vec<ArrayRef> = (0..1100)
-        .map(|i| -> ArrayRef {
-            if i % 2 == 0 {
-                Arc::new(Int64Array::from_iter_values((0..rows).map(|_| rng.random::<i64>())))
-            } else {
-                Arc::new(Float64Array::from_iter_values((0..rows).map(|_| rng.random::<f64>())))
-            }
-        })
-        .collect();
-    let table = RecordBatch::try_new(schema.clone(), columns).unwrap();
+    let table = random_numbers(4000, 1100, 3);
+    let schema = table.schema();
     let options = WriterOptions::default().with_page_size(8 * KIB);
     let finished = write_file_with(&path, &schema, std::slice::from_ref(&table), options).await;
     let projection = 50..1050;
@@ -336,22 +341,9 @@ async fn pages_far_larger_than_the_budget_are_held_a_part_at_a_time() {
     let _serial = SERIAL.lock().await;
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("wide_pages.leaf");
-    let (rows, num_columns) = (32_768usize, 200usize);
-    let mut rng = common::rng(4);
-    let types = [DataType::Int64, DataType::Float64];
-    let fields: Vec<Field> =
-        (0..num_columns).map(|i| Field::new(format!("c{i}"), types[i % 2].clone(), false)).collect();
-    let schema: SchemaRef = Arc::new(Schema::new(fields));
-    let columns: Vec<ArrayRef> = (0..num_columns)
-        .map(|i| -> ArrayRef {
-            if i % 2 == 0 {
-                Arc::new(Int64Array::from_iter_values((0..rows).map(|_| rng.random::<i64>())))
-            } else {
-                Arc::new(Float64Array::from_iter_values((0..rows).map(|_| rng.random::<f64>())))
-            }
-        })
-        .collect();
-    let table = RecordBatch::try_new(schema.clone(), columns).unwrap();
+    let num_columns = 200usize;
+    let table = random_numbers(32_768, num_columns, 4);
+    let schema = table.schema();
     let options = WriterOptions::default().with_page_size(MIB);
     let finished = write_file_with(&path, &schema, std::slice::from_ref(&table), options).await;
     let whole_pages = pages_past_the_budget(&path, None);
