@@ -59,6 +59,7 @@ __all__ = [
     "dataset",
     "get_io_budget",
     "open",
+    "scan_polars",
     "set_io_budget",
     "write_dataset",
     "write_table",
@@ -66,6 +67,7 @@ __all__ = [
 
 
 if TYPE_CHECKING:
+    from .polars_scan import scan_polars
     from .trace import Trace
 
 
@@ -76,4 +78,9 @@ def __getattr__(name: str) -> Any:
         from .trace import Trace
 
         return Trace
+    # Polars (and pyarrow.dataset) import with `looseleaf.polars_scan`, on first use.
+    if name == "scan_polars":
+        from .polars_scan import scan_polars
+
+        return scan_polars
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
