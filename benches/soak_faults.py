@@ -10,7 +10,7 @@ take, filtered, dataset) must give the right rows or a looseleaf error naming th
 file or dataset whole, or fail naming the path and leave the old one. A wrong result, an error
 of another kind, or an operation past its time bound stops the soak with exit status 1.
 
-    python benches/soak_faults.py [--seconds 3600] [--seed 45]
+    python benches/soak_faults.py [--seconds 3600] [--seed 45] [--operations write_table,take]
 
 Prints, at the end (and every minute): operations run and checked, by kind; errors, by kind;
 requests the proxy saw; faults injected, by kind.
@@ -58,9 +58,25 @@ def bounded(operation):
     return _bound.submit(operation).result(timeout=BOUND_SECONDS)
 
 
+#: What a soak runs, drawn at random each step.
+OPERATIONS = (
+    "scan",
+    "projection",
+    "range",
+    "take",
+    "filtered",
+    "dataset_scan",
+    "write_table",
+    "file_writer",
+    "dataset_write",
+)
+
+
 class Soak:
-    def __init__(self, moto, options: dict, seed: int) -> None:
+    def __init__(self, moto, p, options: dict, seed: int, operations=OPERATIONS) -> None:
         self.moto = moto
+        self.proxy = p
+        self.operations = list(operations)
         self.options = options
         self.rng = random.Random(seed)
         self.checked: collections.Counter[str] = collections.Counter()
@@ -81,31 +97,33 @@ class Soak:
         )
 
     def step(self) -> None:
-        operation = self.rng.choice(
-            [
-                "scan",
-                "projection",
-                "range",
-                "take",
-                "filtered",
-                "dataset_scan",
-                "write_table",
-                "file_writer",
-                "dataset_write",
-            ]
-        )
+        operation = self.rng.choice(self.operations)
+        began = time.monotonic()
         try:
-            bounded(lambda: getattr(self, operation)())
-            self.checked[operation] += 1
-        except looseleaf.LooseleafError as e:
-            if BUCKET not in str(e):
-                raise AssertionError(f"{operation}: an error that names no path: {e}") from e
-            kind = f"{operation}: {type(e).__name__}"
-            self.errors[kind] += 1
-            if kind not in self.examples:
-                self.examples[kind] = str(e)[:400]
-                print(f"first {kind}: {self.examples[kind]}", flush=True)
-            self.after_error(operation)
+            try:
+                bounded(lambda: getattr(self, operation)())
+                self.checked[operation] += 1
+            except looseleaf.LooseleafError as e:
+                if BUCKET not in str(e):
+                    raise AssertionError(f"{operation}: an error that names no path: {e}") from e
+                kind = f"{operation}: {type(e).__name__}"
+                self.errors[kind] += 1
+                if kind not in self.examples:
+                    self.examples[kind] = str(e)[:400]
+                    print(f"first {kind}: {self.examples[kind]}", flush=True)
+                self.after_error(operation)
+        except AssertionError:
+            self.show_requests(began)
+            raise
+
+    def show_requests(self, since: float) -> None:
+        """Prints the requests since ``since`` and what the proxy did to each."""
+        with self.proxy.stats.lock:
+            events = [e for e in self.proxy.stats.events if e.arrival >= since]
+        print(f"the {len(events)} requests of the failed operation:", flush=True)
+        for e in events:
+            fault = e.fault or "-"
+            print(f"  {e.arrival - since:7.3f} s {e.method:6} {e.path} fault={fault} store={e.store_status}")
 
     def after_error(self, operation: str) -> None:
         """A failed write left the old file or dataset, whole: checked without faults."""
@@ -206,6 +224,11 @@ def main() -> int:
     )
     parser.add_argument("--seconds", type=float, default=3600.0)
     parser.add_argument("--seed", type=int, default=45)
+    parser.add_argument(
+        "--operations",
+        default=",".join(OPERATIONS),
+        help="the operations to draw from, separated by commas (default: all)",
+    )
     args = parser.parse_args()
     moto = start_moto()
     moto.create_bucket(BUCKET)
@@ -221,7 +244,11 @@ def main() -> int:
     report_at = started + 60
     with proxy(moto, ProxySettings(fault=schedule)) as p:
         options = {**moto.storage_options(p.endpoint), "timeout": "2s", "connect_timeout": "1s"}
-        soak = Soak(moto, options, args.seed)
+        operations = args.operations.split(",")
+        unknown = set(operations) - set(OPERATIONS)
+        if unknown:
+            parser.error(f"unknown operations {sorted(unknown)}; they are {', '.join(OPERATIONS)}")
+        soak = Soak(moto, p, options, args.seed, operations)
         try:
             while time.monotonic() - started < args.seconds:
                 soak.step()

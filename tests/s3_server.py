@@ -309,6 +309,21 @@ class FaultSchedule:
 
 
 @dataclass
+class ProxyEvent:
+    """One request through a :class:`S3Proxy` and what became of it."""
+
+    #: ``time.monotonic()`` at its arrival.
+    arrival: float
+    method: str
+    path: str
+    #: The :attr:`Fault.name` injected, or ``None``.
+    fault: str | None = None
+    #: The store's status, if the request reached it (an injected error or a stall before the
+    #: request is forwarded never does).
+    store_status: int | None = None
+
+
+@dataclass
 class ProxyStats:
     """What went through a :class:`S3Proxy`."""
 
@@ -320,6 +335,9 @@ class ProxyStats:
     """Bytes of the response bodies sent."""
     injected: Counter[str] = field(default_factory=Counter)
     """Faults injected, by :attr:`Fault.name`."""
+    events: list[ProxyEvent] = field(default_factory=list)
+    """Every request with what the proxy did to it, in arrival order (for a soak to show what
+    happened around a failure)."""
     orphaned_uploads: set[str] = field(default_factory=set)
     """Ids of multipart uploads the store created but whose answer a fault lost: the client
     never learnt them, so cannot abort them (on S3, a bucket's lifecycle rule removes such
@@ -336,6 +354,7 @@ class ProxyStats:
             self.arrivals.clear()
             self.bytes_sent = 0
             self.injected.clear()
+            self.events.clear()
 
 
 @dataclass
@@ -451,6 +470,9 @@ class S3Proxy:
             self.stats.arrivals.append(time.time())
         body = _request_body(handler)
         fault = self._fault(method, path)
+        event = ProxyEvent(time.monotonic(), method, path, fault.name if fault else None)
+        with self.stats.lock:
+            self.stats.events.append(event)
         if fault is not None and fault.kind == "error":
             handler.send_response(fault.status)
             handler.send_header("Content-Type", "application/xml")
@@ -470,6 +492,7 @@ class S3Proxy:
                 answer = _cached_answer(handler, *cached)
         if answer is None:
             answer = self._forward(handler, method, path, body)
+        event.store_status = answer.status
         time.sleep(self._delay())
         if fault is None:
             self._send(handler, method, answer, len(answer.body))
