@@ -41,11 +41,23 @@ pub(super) struct ConfirmedUpload {
     gone: bool,
 }
 
-/// Aborts tried again after the first while settling a completion, when they fail for a reason
-/// that may pass (throttling, a connection lost).
-const SETTLE_RETRIES: u32 = 3;
-/// The wait before the first of them, doubled before each next.
+/// Requests of the settling (the abort, the look at the object) tried again after the first,
+/// each, when they fail for a reason that may pass (throttling, a connection lost): enough to
+/// outlast a few seconds of throttling on top of the store's own retries.
+const SETTLE_RETRIES: u32 = 6;
+/// The wait before the first of them, doubled before each next up to [`SETTLE_MAX_BACKOFF`].
 const SETTLE_BACKOFF: Duration = Duration::from_millis(100);
+const SETTLE_MAX_BACKOFF: Duration = Duration::from_secs(2);
+
+/// Whether `error` may pass if the request is tried again.
+fn may_pass(error: &object_store::Error) -> bool {
+    StoreError::new(error, &[]).is_retryable()
+}
+
+/// Waits before the try after `retries` retries.
+async fn back_off(retries: u32) {
+    tokio::time::sleep(SETTLE_BACKOFF.saturating_mul(1 << retries.min(16)).min(SETTLE_MAX_BACKOFF)).await;
+}
 
 impl ConfirmedUpload {
     /// `inner`, the upload of `path` in `store`.
@@ -64,22 +76,40 @@ impl ConfirmedUpload {
                 }
                 Err(object_store::Error::NotFound { .. }) => {
                     self.gone = true;
-                    return match self.store.head(&self.path).await {
-                        Ok(meta) if meta.size == self.bytes => {
-                            Ok(PutResult { e_tag: meta.e_tag, version: meta.version, extensions: Default::default() })
-                        }
-                        _ => Err(failure),
-                    };
+                    return completed_object(self.store.as_ref(), &self.path, self.bytes, failure).await;
                 }
                 // An abort whose answer was lost too (the store does not retry it: a `DELETE`
                 // is not idempotent to it).
-                Err(e) if retries < SETTLE_RETRIES && StoreError::new(&e, &[]).is_retryable() => {
-                    tokio::time::sleep(SETTLE_BACKOFF.saturating_mul(1 << retries)).await;
+                Err(e) if retries < SETTLE_RETRIES && may_pass(&e) => {
+                    back_off(retries).await;
                     retries += 1;
                 }
                 // The upload's fate is unknown: the caller's own abort tries again.
                 Err(_) => return Err(failure),
             }
+        }
+    }
+}
+
+/// The result of the upload of `bytes` to `path` that `store` no longer knows: the object at
+/// the path if it is of that size (the upload, completed), otherwise `failure`.
+async fn completed_object(
+    store: &dyn ObjectStore,
+    path: &Path,
+    bytes: u64,
+    failure: object_store::Error,
+) -> object_store::Result<PutResult> {
+    let mut retries = 0;
+    loop {
+        match store.head(path).await {
+            Ok(meta) if meta.size == bytes => {
+                return Ok(PutResult { e_tag: meta.e_tag, version: meta.version, extensions: Default::default() });
+            }
+            Err(e) if retries < SETTLE_RETRIES && may_pass(&e) => {
+                back_off(retries).await;
+                retries += 1;
+            }
+            _ => return Err(failure),
         }
     }
 }
@@ -195,7 +225,7 @@ mod tests {
         (store, writer.finish().await)
     }
 
-    #[tokio::test]
+    #[tokio::test(start_paused = true)]
     async fn a_completion_whose_answer_was_lost_succeeds() {
         // The aborts that find it out may lose their answers too, fewer times than retried.
         for lost_aborts in [0, SETTLE_RETRIES] {
@@ -206,7 +236,7 @@ mod tests {
         }
     }
 
-    #[tokio::test]
+    #[tokio::test(start_paused = true)]
     async fn a_completion_that_failed_reports_its_own_error_not_the_abort_s() {
         // Also when every abort of the settling loses its answer and the caller's own abort
         // finds the upload gone.
@@ -221,7 +251,7 @@ mod tests {
         }
     }
 
-    #[tokio::test]
+    #[tokio::test(start_paused = true)]
     async fn an_abort_that_finds_the_upload_gone_has_done_its_work() {
         // As when the store retried an abort whose first answer was lost: NoSuchUpload.
         let store: Arc<dyn ObjectStore> = Arc::new(InMemory::new());
