@@ -64,8 +64,10 @@ NOT_PUSHED = [
 ]
 
 
-def _random_filter(rng: random.Random) -> pc.Expression:
-    pool = PUSHED + NOT_PUSHED
+def random_filter(rng: random.Random, pool: list | None = None):
+    """A random combination (``&``, ``|``, ``~``) of filters of ``pool`` (pyarrow expressions
+    by default; any with those operators: Polars' too)."""
+    pool = pool or PUSHED + NOT_PUSHED
     expression = rng.choice(pool)
     for _ in range(rng.randrange(3)):
         other = rng.choice(pool)
@@ -103,7 +105,7 @@ def test_random_filters_and_projections_give_pyarrow_s_answer(readable):
     a = readable.arrow_dataset(batch_size=4_096)
     names = TABLE.column_names
     for case in range(40):
-        filter = _random_filter(rng)
+        filter = random_filter(rng)
         columns = rng.sample(names, rng.randrange(1, len(names) + 1)) if case % 4 else None
         what = f"case {case}: {columns} where {filter}"
         truth = _truth(columns, filter)

@@ -14,7 +14,7 @@ from polars.testing import assert_frame_equal
 
 import looseleaf
 from looseleaf.polars_scan import to_arrow_filter
-from test_arrow_dataset import LINEITEM, TABLE
+from test_arrow_dataset import LINEITEM, TABLE, random_filter
 
 #: Predicates translated into pyarrow (and then, mostly, into looseleaf), with nulls in play.
 TRANSLATED = [
@@ -43,14 +43,7 @@ UNTRANSLATED = [
 
 
 def _random_predicate(rng: random.Random) -> pl.Expr:
-    pool = TRANSLATED + UNTRANSLATED
-    expression = rng.choice(pool)
-    for _ in range(rng.randrange(3)):
-        other = rng.choice(pool)
-        if rng.random() < 0.2:
-            other = ~other
-        expression = expression & other if rng.random() < 0.7 else expression | other
-    return expression
+    return random_filter(rng, TRANSLATED + UNTRANSLATED)
 
 
 @pytest.fixture(scope="module", params=["file", "dataset"])
