@@ -4,7 +4,9 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-step() { printf '\n==> %s\n' "$*"; }
+# Each step says when it starts, in seconds since the command began: where the time goes.
+step() { printf '\n==> [%4d s] %s\n' "$SECONDS" "$*"; }
+trap 'status=$?; printf "\n==> [%4d s] finished with status %d\n" "$SECONDS" "$status"' EXIT
 
 step "install the package and its test dependencies"
 python3 -m pip install --quiet --disable-pip-version-check ".[test]"
@@ -47,4 +49,7 @@ python3 -m ruff check python tests benches examples packaging
 python3 -m ruff format --check python tests benches examples packaging
 
 step "python: tests"
-python3 -m pytest tests
+# Two workers, each test file on one of them: much of the suite waits (on JVMs, on injected stalls
+# and timeouts of the fault tests), and a file's module fixtures (a Spark cluster, an S3 server)
+# start once. Run `pytest tests` for one process.
+python3 -m pytest tests -n 2 --dist loadfile
