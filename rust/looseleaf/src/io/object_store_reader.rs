@@ -154,6 +154,7 @@ impl ObjectStoreReader {
         F: Future<Output = std::result::Result<T, object_store::Error>>,
     {
         let mut retries = 0;
+        let started = tokio::time::Instant::now();
         loop {
             let error = match attempt().await {
                 Ok(value) => return Ok(value),
@@ -166,7 +167,7 @@ impl ObjectStoreReader {
                 return Err(self.changed());
             }
             if !error.is_retryable() || retries >= MAX_RETRIES {
-                return Err(error.at(self.location.clone()));
+                return Err(error.after_attempts(retries + 1, started.elapsed()).at(self.location.clone()));
             }
             retries += 1;
             self.state.retries.fetch_add(1, Ordering::Relaxed);

@@ -2,6 +2,7 @@
 //! and with every secret scrubbed out of its message.
 
 use std::fmt;
+use std::time::Duration;
 
 use object_store::client::{HttpError, HttpErrorKind};
 
@@ -105,6 +106,16 @@ impl StoreError {
             _ => IoErrorKind::Other,
         };
         Error::io_of_kind(location, kind, self)
+    }
+
+    /// The failure of the last of `attempts` attempts at a request, made over `elapsed`: said in
+    /// the message, whose own time is the last attempt's alone (a reader of the error otherwise
+    /// takes a quick failure for one that was never retried).
+    pub(crate) fn after_attempts(mut self, attempts: u32, elapsed: Duration) -> Self {
+        if attempts > 1 {
+            self.message.push_str(&format!(" (gave up after {attempts} attempts over {:.1} s)", elapsed.as_secs_f64()));
+        }
+        self
     }
 
     /// Whether trying again may succeed.

@@ -37,6 +37,7 @@ where
     F: Future<Output = object_store::Result<T>>,
 {
     let mut retries = 0;
+    let started = tokio::time::Instant::now();
     loop {
         let error = match attempt().await {
             Ok(value) => return Ok(value),
@@ -45,7 +46,7 @@ where
         let again =
             error.is_retryable() && (retry == Retry::Retryable || (error.status().is_none() && !error.store_retried()));
         if !again || retries >= RETRIES {
-            return Err(error);
+            return Err(error.after_attempts(retries + 1, started.elapsed()));
         }
         tokio::time::sleep(FIRST_BACKOFF.saturating_mul(1 << retries)).await;
         retries += 1;
@@ -108,5 +109,17 @@ mod tests {
         assert!(outcome.is_err() && calls == 1, "{calls} {outcome:?}");
         let (calls, outcome) = attempts(Retry::Retryable, vec![answered("403 Forbidden")]).await;
         assert!(outcome.is_err() && calls == 1, "{calls} {outcome:?}");
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn an_error_after_retries_says_how_many_attempts_it_took() {
+        let throttled = (0..=RETRIES).map(|_| answered("503 Slow Down")).collect();
+        let (calls, outcome) = attempts(Retry::Retryable, throttled).await;
+        let message = outcome.unwrap_err().to_string();
+        assert_eq!(calls, RETRIES + 1);
+        assert!(message.ends_with(&format!("(gave up after {calls} attempts over 3.1 s)")), "{message}");
+        // One attempt: nothing to add.
+        let (_, outcome) = attempts(Retry::Retryable, vec![answered("403 Forbidden")]).await;
+        assert!(!outcome.unwrap_err().to_string().contains("attempts"));
     }
 }
