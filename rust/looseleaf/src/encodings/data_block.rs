@@ -10,7 +10,7 @@ use std::sync::Arc;
 
 use arrow_buffer::{ArrowNativeType, BooleanBuffer, BooleanBufferBuilder, Buffer, MutableBuffer, ScalarBuffer};
 
-use crate::error::{Result, ensure};
+use crate::error::{Result, bail, ensure};
 
 /// Values decoded (or about to be encoded) by physical encodings.
 #[derive(Debug, Clone)]
@@ -121,6 +121,36 @@ pub struct VariableWidthBlock {
 }
 
 impl DataBlock {
+    /// The block with its 16-byte integers as 8-byte ones: decimals of up to 18 digits read at
+    /// their native width ([`PageDecoder::decode_64`](super::PageDecoder::decode_64)). Blocks
+    /// of 8-byte values pass as they are.
+    ///
+    /// # Errors
+    /// [`crate::Error::Corrupt`] if a value (a valid one: null slots hold anything) does not fit
+    /// 64 bits, which no value of 18 digits does not; [`crate::Error::Internal`] for a block of
+    /// other values.
+    pub fn narrowed_to_64(self) -> Result<DataBlock> {
+        Ok(match self {
+            Self::AllNull { .. } => self,
+            Self::FixedWidth(block) if block.bits_per_value == 64 => Self::FixedWidth(block),
+            Self::FixedWidth(block) => Self::FixedWidth(narrow_values(block, None)?),
+            Self::Nullable { validity, values } => {
+                let values = match *values {
+                    Self::FixedWidth(block) if block.bits_per_value == 128 => {
+                        Self::FixedWidth(narrow_values(block, Some(&validity))?)
+                    }
+                    other => other.narrowed_to_64()?,
+                };
+                Self::Nullable { validity, values: Box::new(values) }
+            }
+            Self::Dictionary { indices, dictionary } => {
+                let dictionary = Arc::new(dictionary.as_ref().clone().narrowed_to_64()?);
+                Self::Dictionary { indices, dictionary }
+            }
+            other => bail!(internal, "a {other:?} block read as 8-byte integers"),
+        })
+    }
+
     /// Number of values in the block.
     pub fn num_values(&self) -> u64 {
         match self {
@@ -593,4 +623,25 @@ impl VariableWidthBlock {
             Self { offsets: Buffer::from_vec(offsets), bits_per_offset: 64, data, num_values }
         }
     }
+}
+
+/// The 16-byte integers of `block` as 8-byte ones, each valid one (per `validity`) checked to fit.
+fn narrow_values(block: FixedWidthBlock, validity: Option<&BooleanBuffer>) -> Result<FixedWidthBlock> {
+    ensure!(block.bits_per_value == 128, internal, "{}-bit values read as 8-byte integers", block.bits_per_value);
+    ensure!(block.data.len() as u64 == block.num_values * 16, internal, "a block of 16-byte values of the wrong size");
+    // Read by bytes: a slice of a loaded page need not be aligned to 16.
+    let value = |bytes: &[u8]| {
+        let mut le = [0u8; 16];
+        le.copy_from_slice(bytes);
+        i128::from_le_bytes(le)
+    };
+    let values = block.data.chunks_exact(16);
+    let fits = |bytes: &[u8]| i64::try_from(value(bytes)).is_ok();
+    let all_fit = match validity {
+        Some(valid) => values.clone().zip(valid.iter()).all(|(bytes, valid)| !valid || fits(bytes)),
+        None => values.clone().all(fits),
+    };
+    ensure!(all_fit, corrupt, "a value of a decimal column of at most 18 digits does not fit 64 bits");
+    let narrow: Vec<i64> = values.map(|bytes| value(bytes) as i64).collect();
+    Ok(FixedWidthBlock { data: Buffer::from_vec(narrow), bits_per_value: 64, num_values: block.num_values })
 }

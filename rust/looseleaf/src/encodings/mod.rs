@@ -56,6 +56,18 @@ pub trait PageDecoder: Send + Sync {
     /// [`crate::Error::Corrupt`] if the bytes do not decode.
     fn decode(&self, rows_to_skip: u64, num_rows: u64) -> Result<DataBlock>;
 
+    /// Decodes as [`decode`](Self::decode) does, with 16-byte integers as 8-byte ones: how a
+    /// read takes decimals of up to 18 digits at their native width (`Decimal64`), to compare
+    /// them without widening them first. The default narrows what `decode` returns; encodings
+    /// that store 16-byte values as 64-bit differences decode them narrow from the start.
+    ///
+    /// # Errors
+    /// As [`decode`](Self::decode); [`crate::Error::Corrupt`] if a valid value does not fit 64
+    /// bits; [`crate::Error::Internal`] if the rows are not integers of 8 or 16 bytes.
+    fn decode_64(&self, rows_to_skip: u64, num_rows: u64) -> Result<DataBlock> {
+        self.decode(rows_to_skip, num_rows)?.narrowed_to_64()
+    }
+
     /// The layout of the rows [`decode_into`](Self::decode_into) writes, if this decoder can
     /// write its rows straight into a caller's buffer (the default: it cannot).
     ///

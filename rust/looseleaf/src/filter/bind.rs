@@ -497,10 +497,21 @@ fn ordered_compare(
 fn scale_exact(numerator: i128, denominator: i128, scale: i8) -> Option<Number> {
     let factor = 10i128.checked_pow(scale.unsigned_abs() as u32)?;
     Some(if scale >= 0 {
-        Number::Exact { numerator: numerator.checked_mul(factor)?, denominator }
+        // A constant of the column's own scale (`numerator / 10^scale`) scales back to its
+        // numerator: the common factor comes out before multiplying, which could overflow.
+        let common = gcd(factor, denominator);
+        Number::Exact { numerator: numerator.checked_mul(factor / common)?, denominator: denominator / common }
     } else {
         Number::Exact { numerator, denominator: denominator.checked_mul(factor)? }
     })
+}
+
+/// The greatest common divisor of `a` (positive) and `b` (positive).
+fn gcd(mut a: i128, mut b: i128) -> i128 {
+    while b != 0 {
+        (a, b) = (b, a % b);
+    }
+    a.abs().max(1)
 }
 
 /// The integers `x` for which `x <op> value` holds.
@@ -513,17 +524,20 @@ enum Threshold {
     Between(i128, i128),
 }
 
+/// The threshold of `x <op> numerator / denominator`. The steps past the floor saturate: every
+/// column's range lies strictly inside `i128`'s (decimals of 38 digits included), so a bound at
+/// `i128`'s limits is beyond the column's either way.
 fn exact_threshold(op: CompareOp, numerator: i128, denominator: i128) -> Threshold {
     let floor = numerator.div_euclid(denominator);
     let whole = numerator.rem_euclid(denominator) == 0;
     match op {
         CompareOp::Eq if whole => Threshold::Equal(floor),
         CompareOp::Eq | CompareOp::NotEq => Threshold::Never,
-        CompareOp::Lt if whole => Threshold::AtMost(floor - 1),
+        CompareOp::Lt if whole => Threshold::AtMost(floor.saturating_sub(1)),
         CompareOp::Lt | CompareOp::LtEq => Threshold::AtMost(floor),
-        CompareOp::Gt => Threshold::AtLeast(floor + 1),
+        CompareOp::Gt => Threshold::AtLeast(floor.saturating_add(1)),
         CompareOp::GtEq if whole => Threshold::AtLeast(floor),
-        CompareOp::GtEq => Threshold::AtLeast(floor + 1),
+        CompareOp::GtEq => Threshold::AtLeast(floor.saturating_add(1)),
     }
 }
 

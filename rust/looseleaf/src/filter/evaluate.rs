@@ -9,11 +9,14 @@
 use std::collections::HashMap;
 use std::sync::Arc;
 
+use arrow_array::ArrowNativeTypeOp;
 use arrow_array::cast::AsArray;
-use arrow_array::types::{Float32Type, Float64Type};
-use arrow_array::{Array, ArrayRef, BinaryViewArray, BooleanArray, Scalar, StringViewArray};
+use arrow_array::types::{Decimal128Type, Float32Type, Float64Type};
+use arrow_array::{
+    Array, ArrayRef, ArrowPrimitiveType, BinaryViewArray, BooleanArray, Decimal64Array, Scalar, StringViewArray,
+};
 use arrow_buffer::{BooleanBuffer, NullBuffer};
-use arrow_schema::DataType;
+use arrow_schema::{DataType, TimeUnit};
 
 use super::bind::{BoundColumn, BoundPredicate};
 use super::predicate::{CompareOp, NullMatching};
@@ -73,12 +76,16 @@ fn truth(predicate: &BoundPredicate, columns: &FilterColumns<'_>, len: usize) ->
     Ok(match predicate {
         BoundPredicate::Compare { column, op, value } => {
             let array = column_array(column, columns)?;
-            compare(&array, *op, value)?
+            let value = as_column_type(&array, value)?;
+            match interval(&array, &[(*op, &value)]) {
+                Some(truth) => truth,
+                None => compare(&array, *op, &value)?,
+            }
         }
         BoundPredicate::Same { column, value } => {
             // arrow-ord compares floats by their total order: NaN equals NaN, -0.0 is not 0.0.
             let array = column_array(column, columns)?;
-            Truth::of(&arrow_ord::cmp::eq(&array, &Scalar::new(as_column_type(&array, value)))?)
+            Truth::of(&arrow_ord::cmp::eq(&array, &Scalar::new(as_column_type(&array, value)?))?)
         }
         BoundPredicate::NonNull { column, value } => {
             let valid = validity(&column_array(column, columns)?, len);
@@ -128,12 +135,33 @@ fn truth(predicate: &BoundPredicate, columns: &FilterColumns<'_>, len: usize) ->
         BoundPredicate::Literal(value) => Truth::constant(len, *value),
         BoundPredicate::And(parts) => {
             let mut out: Option<Truth> = None;
-            for part in parts {
-                let part = truth(part, columns, len)?;
-                out = Some(match out {
+            let mut and = |part: Truth| {
+                out = Some(match out.take() {
                     Some(out) => out.and(part),
                     None => part,
-                });
+                })
+            };
+            // The comparisons of one column with constants, as one test of an interval (`AND`
+            // is commutative in three-valued logic too: the order of its parts is free).
+            let (ranges, others) = column_ranges(parts);
+            for (column, terms) in ranges {
+                let array = column_array(column, columns)?;
+                let terms = terms
+                    .into_iter()
+                    .map(|(op, value)| Ok((op, as_column_type(&array, value)?)))
+                    .collect::<Result<Vec<_>>>()?;
+                let terms: Vec<(CompareOp, &ArrayRef)> = terms.iter().map(|(op, value)| (*op, value)).collect();
+                match interval(&array, &terms) {
+                    Some(truth) => and(truth),
+                    None => {
+                        for (op, value) in terms {
+                            and(compare(&array, op, value)?);
+                        }
+                    }
+                }
+            }
+            for part in others {
+                and(truth(part, columns, len)?);
             }
             out.unwrap_or_else(|| Truth::constant(len, Some(true)))
         }
@@ -191,7 +219,7 @@ fn compare(array: &ArrayRef, op: CompareOp, value: &ArrayRef) -> Result<Truth> {
             Ok(compare_doubles(array, op, value, |i| values[i]))
         }
         _ => {
-            let constant = Scalar::new(as_column_type(array, value));
+            let constant = Scalar::new(value.clone());
             let result = match op {
                 CompareOp::Eq => arrow_ord::cmp::eq(array, &constant),
                 CompareOp::NotEq => arrow_ord::cmp::neq(array, &constant),
@@ -205,19 +233,141 @@ fn compare(array: &ArrayRef, op: CompareOp, value: &ArrayRef) -> Result<Truth> {
     }
 }
 
-/// IEEE 754 comparison of a float column with a double constant.
-/// A constant bound to a string or binary column's stored type, as the view type a read with
-/// `string_view` returns the column in (other constants unchanged).
-fn as_column_type(array: &ArrayRef, value: &ArrayRef) -> ArrayRef {
-    match (array.data_type(), value.data_type()) {
+/// A constant bound to a column's stored type, in the type the read returned the column in:
+/// strings and binaries as views (a read with `string_view`), decimals of up to 18 digits as
+/// `Decimal64` (a filtered read's stages); other constants unchanged.
+///
+/// # Errors
+/// [`Error::Internal`] for a decimal constant beyond 18 digits (binding keeps constants within
+/// the column's precision).
+fn as_column_type(array: &ArrayRef, value: &ArrayRef) -> Result<ArrayRef> {
+    Ok(match (array.data_type(), value.data_type()) {
         (DataType::Utf8View, DataType::Utf8) => Arc::new(StringViewArray::from_iter(value.as_string::<i32>())),
         (DataType::Utf8View, DataType::LargeUtf8) => Arc::new(StringViewArray::from_iter(value.as_string::<i64>())),
         (DataType::BinaryView, DataType::Binary) => Arc::new(BinaryViewArray::from_iter(value.as_binary::<i32>())),
         (DataType::BinaryView, DataType::LargeBinary) => Arc::new(BinaryViewArray::from_iter(value.as_binary::<i64>())),
+        (DataType::Decimal64(..), DataType::Decimal128(..)) => {
+            let narrow = value
+                .as_primitive::<Decimal128Type>()
+                .iter()
+                .map(|v| v.map(i64::try_from).transpose())
+                .collect::<std::result::Result<Decimal64Array, _>>()
+                .map_err(|_| Error::internal("a decimal constant beyond 18 digits compared with a Decimal64 column"))?;
+            Arc::new(narrow.with_data_type(array.data_type().clone()))
+        }
         _ => value.clone(),
+    })
+}
+
+/// A column and the comparisons of it with constants that an `AND` holds.
+type ColumnRange<'a> = (&'a BoundColumn, Vec<(CompareOp, &'a ArrayRef)>);
+
+/// The comparisons with constants among `parts` (of an `AND`) grouped by column, and the other
+/// parts. Only orderings and equality join a group (`!=` is not an interval).
+fn column_ranges(parts: &[BoundPredicate]) -> (Vec<ColumnRange<'_>>, Vec<&BoundPredicate>) {
+    let mut ranges: Vec<ColumnRange<'_>> = Vec::new();
+    let mut others = Vec::new();
+    for part in parts {
+        match part {
+            BoundPredicate::Compare { column, op, value } if *op != CompareOp::NotEq => {
+                match ranges.iter_mut().find(|(c, _)| *c == column) {
+                    Some((_, terms)) => terms.push((*op, value)),
+                    None => ranges.push((column, vec![(*op, value)])),
+                }
+            }
+            other => others.push(other),
+        }
+    }
+    (ranges, others)
+}
+
+/// The truth of `array <op> constant` for every term at once, as the test of one interval of
+/// the column's native integers (the constants in the array's type, see [`as_column_type`]):
+/// one pass over the values however many terms, at their stored width. `None` for a type or
+/// term it does not cover (floats, strings, `!=`, a null constant): the caller compares.
+fn interval(array: &ArrayRef, terms: &[(CompareOp, &ArrayRef)]) -> Option<Truth> {
+    use arrow_array::types::*;
+    macro_rules! native {
+        ($($pattern:pat => $type:ty),* $(,)?) => {
+            match array.data_type() {
+                $($pattern => interval_of::<$type>(array, terms),)*
+                _ => None,
+            }
+        };
+    }
+    native! {
+        DataType::Int8 => Int8Type,
+        DataType::Int16 => Int16Type,
+        DataType::Int32 => Int32Type,
+        DataType::Int64 => Int64Type,
+        DataType::UInt8 => UInt8Type,
+        DataType::UInt16 => UInt16Type,
+        DataType::UInt32 => UInt32Type,
+        DataType::UInt64 => UInt64Type,
+        DataType::Date32 => Date32Type,
+        DataType::Date64 => Date64Type,
+        DataType::Decimal64(..) => Decimal64Type,
+        DataType::Decimal128(..) => Decimal128Type,
+        DataType::Timestamp(TimeUnit::Second, _) => TimestampSecondType,
+        DataType::Timestamp(TimeUnit::Millisecond, _) => TimestampMillisecondType,
+        DataType::Timestamp(TimeUnit::Microsecond, _) => TimestampMicrosecondType,
+        DataType::Timestamp(TimeUnit::Nanosecond, _) => TimestampNanosecondType,
     }
 }
 
+fn interval_of<T: ArrowPrimitiveType>(array: &ArrayRef, terms: &[(CompareOp, &ArrayRef)]) -> Option<Truth>
+where
+    T::Native: Ord,
+{
+    let values = array.as_primitive_opt::<T>()?;
+    // Inclusive bounds; `empty` once no value can pass (`> MAX`, `< MIN`).
+    let (mut low, mut high): (Option<T::Native>, Option<T::Native>) = (None, None);
+    let mut empty = false;
+    for (op, constant) in terms {
+        let constant = constant.as_primitive_opt::<T>()?;
+        if constant.len() != 1 || constant.is_null(0) || constant.data_type() != array.data_type() {
+            return None;
+        }
+        let c = constant.value(0);
+        let (from, to) = match op {
+            CompareOp::Eq => (Some(c), Some(c)),
+            CompareOp::GtEq => (Some(c), None),
+            CompareOp::LtEq => (None, Some(c)),
+            CompareOp::Gt => match c.add_checked(T::Native::ONE) {
+                Ok(next) => (Some(next), None),
+                Err(_) => {
+                    empty = true;
+                    (None, None)
+                }
+            },
+            CompareOp::Lt => match c.sub_checked(T::Native::ONE) {
+                Ok(previous) => (None, Some(previous)),
+                Err(_) => {
+                    empty = true;
+                    (None, None)
+                }
+            },
+            CompareOp::NotEq => return None,
+        };
+        low = low.max(from);
+        high = match (high, to) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        };
+    }
+    let v = values.values();
+    let bits = match (low, high) {
+        _ if empty => BooleanBuffer::new_unset(v.len()),
+        (Some(low), Some(high)) if low > high => BooleanBuffer::new_unset(v.len()),
+        (Some(low), Some(high)) => BooleanBuffer::collect_bool(v.len(), |i| low <= v[i] && v[i] <= high),
+        (Some(low), None) => BooleanBuffer::collect_bool(v.len(), |i| low <= v[i]),
+        (None, Some(high)) => BooleanBuffer::collect_bool(v.len(), |i| v[i] <= high),
+        (None, None) => BooleanBuffer::new_set(v.len()),
+    };
+    Some(Truth::of(&BooleanArray::new(bits, array.logical_nulls())))
+}
+
+/// IEEE 754 comparison of a float column with a double constant.
 fn compare_doubles(array: &ArrayRef, op: CompareOp, value: &ArrayRef, at: impl Fn(usize) -> f64) -> Truth {
     let constant = value.as_primitive_opt::<Float64Type>().map_or(f64::NAN, |v| v.value(0));
     let holds = |i: usize| {

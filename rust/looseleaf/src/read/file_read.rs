@@ -28,7 +28,7 @@ use super::field_scheduler::{ColumnPages, MIN_PAGE_PART_BYTES, RowPriority};
 use super::file_reader::FileReader;
 use super::filtered_read::FilteredPlan;
 use super::pages::ReadContext;
-use super::projection::{as_dictionary, with_string_views};
+use super::projection::{as_dictionary, with_decimal64, with_string_views};
 use super::read_builder::{ReadBuilder, ReadSource};
 use super::record_batch_stream::{ConsumerTrace, ReadStats, RecordBatchStream};
 use super::scheduling_loop::{ColumnJob, run_scheduling_loop};
@@ -105,6 +105,9 @@ impl ReadBuilder<FileReader> {
         }
         if options.string_view == Some(true) {
             fields.iter_mut().for_each(with_string_views);
+        }
+        if self.decimal64 {
+            fields.iter_mut().for_each(with_decimal64);
         }
         let schema = Arc::new(Schema::new_with_metadata(
             fields.iter().map(|f| f.field.clone()).collect::<Vec<_>>(),

@@ -42,6 +42,7 @@ use crate::filter::prune::candidate_rows;
 use crate::filter::{BoundPredicate, ZoneCounts};
 use crate::io::IoPlan;
 use crate::read::metrics::ReadMetrics;
+use crate::read::projection::{decimal64_type, widen_decimal64};
 use crate::selection::RowSelection;
 
 /// Most rows of one chunk of stages 2 and 3.
@@ -151,12 +152,17 @@ struct Setup {
     /// Whether every other column is of a flat fixed-width type (see [`rows_to_take`]).
     others_fixed_width: bool,
     sources: Vec<Source>,
+    /// The read's schema.
     schema: SchemaRef,
+    /// The schema the stages work in: decimals of up to 18 digits at their native width
+    /// (`Decimal64`), compared and filtered so and widened only in the batches returned.
+    working: SchemaRef,
     candidates: RowSelection,
     zones: ZoneCounts,
     chunk_rows: u64,
     batch_size: usize,
-    /// Sub-reads start from this: no columns, rows or filter set, the read's options.
+    /// Sub-reads start from this: no columns, rows or filter set, the read's options, decimals
+    /// of up to 18 digits as `Decimal64`.
     base: ReadBuilder,
 }
 
@@ -204,11 +210,23 @@ async fn setup(builder: &ReadBuilder) -> Result<Setup> {
     // see `ReadBuilder::stream`).
     let base = ReadBuilder::new(file.clone())
         .with_options(builder.resolved_options())
-        .with_trace_option(builder.trace().cloned());
+        .with_trace_option(builder.trace().cloned())
+        .with_decimal64();
     let base = match builder.explicit_io_options() {
         Some(io) => base.with_io_options(io),
         None => base,
     };
+    let working = Arc::new(Schema::new_with_metadata(
+        schema
+            .fields()
+            .iter()
+            .map(|field| match decimal64_type(field.data_type()) {
+                Some(narrow) => Arc::new(field.as_ref().clone().with_data_type(narrow)),
+                None => field.clone(),
+            })
+            .collect::<Vec<_>>(),
+        schema.metadata().clone(),
+    ));
     Ok(Setup {
         predicate: Arc::new(predicate),
         filter_fields,
@@ -217,6 +235,7 @@ async fn setup(builder: &ReadBuilder) -> Result<Setup> {
         others_fixed_width,
         sources,
         schema,
+        working,
         candidates,
         zones: counts,
         chunk_rows,
@@ -302,7 +321,7 @@ async fn run_chunks(
         let (predicate, fields) = (setup.predicate.clone(), setup.filter_fields.clone());
         tokio::spawn(evaluate_chunk(read, chunk, predicate, fields))
     };
-    let mut output = Output::new(setup.schema.clone(), setup.batch_size);
+    let mut output = Output::new(setup.working.clone(), setup.schema.clone(), setup.batch_size);
     // Each chunk's stage 2 starts while the chunk before goes through stage 3.
     let mut next = chunks.next().map(|chunk| (chunk.clone(), start_stage2(chunk)));
     while let Some((chunk, handle)) = next.take() {
@@ -358,7 +377,7 @@ async fn run_one_pass(
     let columns: Vec<String> = setup.filter_names.iter().chain(&setup.other_names).cloned().collect();
     let filters = setup.filter_names.len();
     let mut stream = sub_read(base, &columns).with_selection(setup.candidates.clone()).stream_unfiltered().await?;
-    let mut output = Output::new(setup.schema.clone(), setup.batch_size);
+    let mut output = Output::new(setup.working.clone(), setup.schema.clone(), setup.batch_size);
     while let Some(batch) = stream.next().await {
         let batch = batch?;
         let filter_columns: FilterColumns =
@@ -591,10 +610,11 @@ fn assemble(setup: &Setup, filter_side: &RecordBatch, others: Option<&RecordBatc
         })
         .collect::<Result<_>>()?;
     let options = RecordBatchOptions::new().with_row_count(Some(filter_side.num_rows()));
-    Ok(RecordBatch::try_new_with_options(setup.schema.clone(), columns, &options)?)
+    Ok(RecordBatch::try_new_with_options(setup.working.clone(), columns, &options)?)
 }
 
-/// The read's output: batches of the matching rows, coalesced to the batch size.
+/// The read's output: batches of the matching rows, coalesced to the batch size (in the
+/// working schema), then brought to the read's schema.
 struct Output {
     coalescer: Option<BatchCoalescer>,
     /// For a projection of no columns: rows matched not yet handed out.
@@ -605,9 +625,24 @@ struct Output {
 }
 
 impl Output {
-    fn new(schema: SchemaRef, batch_size: usize) -> Self {
-        let coalescer = (!schema.fields().is_empty()).then(|| BatchCoalescer::new(schema.clone(), batch_size));
+    fn new(working: SchemaRef, schema: SchemaRef, batch_size: usize) -> Self {
+        let coalescer = (!working.fields().is_empty()).then(|| BatchCoalescer::new(working, batch_size));
         Self { coalescer, pending_rows: 0, schema, batch_size, ready: Vec::new() }
+    }
+
+    /// `batch` (of the working schema) in the read's schema.
+    fn in_read_schema(&self, batch: RecordBatch) -> Result<RecordBatch> {
+        if batch.schema() == self.schema {
+            return Ok(batch);
+        }
+        let columns = batch
+            .columns()
+            .iter()
+            .zip(self.schema.fields())
+            .map(|(column, field)| widen_decimal64(column, field.data_type()))
+            .collect::<Result<Vec<_>>>()?;
+        let options = RecordBatchOptions::new().with_row_count(Some(batch.num_rows()));
+        Ok(RecordBatch::try_new_with_options(self.schema.clone(), columns, &options)?)
     }
 
     fn push(&mut self, batch: RecordBatch, mask: Option<&BooleanBuffer>) -> Result<()> {
@@ -649,7 +684,8 @@ impl Output {
     }
 
     async fn send_completed(&mut self, sender: &mpsc::Sender<Result<RecordBatch>>) -> Result<()> {
-        for batch in self.ready.drain(..) {
+        for batch in std::mem::take(&mut self.ready) {
+            let batch = self.in_read_schema(batch)?;
             if sender.send(Ok(batch)).await.is_err() {
                 // The stream was dropped: nothing more to do.
                 return Err(Error::internal("the filtered read's consumer is gone"));

@@ -11,6 +11,9 @@
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
+use arrow_array::cast::AsArray;
+use arrow_array::types::{Decimal64Type, Decimal128Type};
+use arrow_array::{Array, ArrayRef, StructArray};
 use arrow_schema::{DataType, Field, FieldRef};
 
 use crate::error::{Error, Result, bail};
@@ -155,6 +158,66 @@ pub(crate) fn with_string_views(tree: &mut FieldColumns) {
     }
     tree.field = view_field(&tree.field);
     tree.children.iter_mut().for_each(with_string_views);
+}
+
+/// `tree` with its decimals of up to 18 digits read at their native width, `Decimal64` (its
+/// struct children's too; not inside lists, whose items are decoded elsewhere).
+pub(crate) fn with_decimal64(tree: &mut FieldColumns) {
+    if let Some(narrow) = decimal64_type(tree.field.data_type()) {
+        tree.field = Arc::new(tree.field.as_ref().clone().with_data_type(narrow));
+        tree.children.iter_mut().for_each(with_decimal64);
+    }
+}
+
+/// The type a column of `data_type` is read as with decimals at their native width, if it
+/// differs: `Decimal128` of up to 18 digits as `Decimal64`, through structs.
+pub(crate) fn decimal64_type(data_type: &DataType) -> Option<DataType> {
+    match data_type {
+        DataType::Decimal128(precision, scale) if *precision <= arrow_schema::DECIMAL64_MAX_PRECISION => {
+            Some(DataType::Decimal64(*precision, *scale))
+        }
+        DataType::Struct(fields) => {
+            let narrowed: Vec<Option<DataType>> = fields.iter().map(|f| decimal64_type(f.data_type())).collect();
+            narrowed.iter().any(Option::is_some).then(|| {
+                DataType::Struct(
+                    fields
+                        .iter()
+                        .zip(narrowed)
+                        .map(|(field, narrow)| match narrow {
+                            Some(narrow) => Arc::new(field.as_ref().clone().with_data_type(narrow)),
+                            None => field.clone(),
+                        })
+                        .collect(),
+                )
+            })
+        }
+        _ => None,
+    }
+}
+
+/// `array`, read as [`decimal64_type`] says, back in `data_type`, the type it stands for.
+///
+/// # Errors
+/// Arrow's, if the arrays do not fit together (they do when `array` was read so).
+pub(crate) fn widen_decimal64(array: &ArrayRef, data_type: &DataType) -> Result<ArrayRef> {
+    Ok(match (array.data_type(), data_type) {
+        (from, to) if from == to => array.clone(),
+        (DataType::Decimal64(..), DataType::Decimal128(..)) => {
+            let narrow = array.as_primitive::<Decimal64Type>();
+            Arc::new(narrow.unary::<_, Decimal128Type>(i128::from).with_data_type(data_type.clone()))
+        }
+        (DataType::Struct(_), DataType::Struct(fields)) => {
+            let parent = array.as_struct();
+            let columns = parent
+                .columns()
+                .iter()
+                .zip(fields.iter())
+                .map(|(column, field)| widen_decimal64(column, field.data_type()))
+                .collect::<Result<Vec<_>>>()?;
+            Arc::new(StructArray::try_new(fields.clone(), columns, parent.nulls().cloned())?)
+        }
+        (from, to) => bail!(internal, "a {from} column read for a {to} one"),
+    })
 }
 
 /// `field` with its flat type read as a dictionary with the narrowest signed keys (the Arrow

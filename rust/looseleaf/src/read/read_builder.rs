@@ -105,6 +105,10 @@ pub struct ReadBuilder<S = FileReader> {
     /// read's stages share one, and so its counters and buffer); a read of its own otherwise.
     /// Set only inside the crate, on file reads.
     pub(crate) io_scheduler: Option<IoScheduler>,
+    /// Decimals of up to 18 digits are returned as `Decimal64`, never widened (a filtered
+    /// read's stages compare and filter them so, and widen only the rows returned). Set only
+    /// inside the crate.
+    pub(crate) decimal64: bool,
 }
 
 impl<S> ReadBuilder<S> {
@@ -119,6 +123,7 @@ impl<S> ReadBuilder<S> {
             filter: None,
             trace: None,
             io_scheduler: None,
+            decimal64: false,
         }
     }
 
@@ -252,6 +257,11 @@ impl<S> ReadBuilder<S> {
     /// Reads through `io` instead of an I/O scheduler of its own.
     pub(crate) fn with_io_scheduler(self, io: IoScheduler) -> Self {
         Self { io_scheduler: Some(io), ..self }
+    }
+
+    /// Returns decimals of up to 18 digits as `Decimal64` (see [`Self::decimal64`]).
+    pub(crate) fn with_decimal64(self) -> Self {
+        Self { decimal64: true, ..self }
     }
 
     /// The I/O settings the read was given in place of the storage's, if any.

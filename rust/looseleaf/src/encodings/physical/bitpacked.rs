@@ -61,6 +61,24 @@ impl Layout {
             reference: read_int(&encoding.reference, false),
         })
     }
+
+    /// The reference added in the lanes: 16-byte values add theirs when widened.
+    fn lane_reference(&self) -> u64 {
+        if self.value_bytes == self.lane_bytes { self.reference as u64 } else { 0 }
+    }
+
+    /// 16-byte values in 64-bit lanes taken as 8-byte values (the lanes plus the reference,
+    /// wrapping in 64 bits), if every value the page can hold fits 64 bits: the reference does,
+    /// and so does the reference plus the largest difference of `bit_width` bits.
+    fn as_64(&self) -> Option<Layout> {
+        if self.value_bytes != 16 || self.lane_bytes != 8 {
+            return None;
+        }
+        let largest = if self.bit_width >= 64 { u64::MAX } else { (1u64 << self.bit_width) - 1 };
+        let reference = i64::try_from(self.reference).ok()?;
+        reference.checked_add_unsigned(largest)?;
+        Some(Layout { value_bytes: 8, lane_bytes: 8, bit_width: self.bit_width, reference: reference as i128 })
+    }
 }
 
 /// Schedules rows of a bit-packed buffer.
@@ -153,27 +171,17 @@ impl BitpackedDecoder {
         Ok((packed, first_block * BLOCK as u64))
     }
 
-    /// The reference added in the lanes: 16-byte values add theirs when widened.
-    fn lane_reference(&self) -> u64 {
-        if self.layout.value_bytes == self.layout.lane_bytes { self.layout.reference as u64 } else { 0 }
-    }
-
     /// Decoded values (lane width) of page rows `rows`, as lane values, and the position of the
     /// first row among them.
-    fn lane_values(&self, rows: &Range<u64>) -> Result<(Buffer, usize)> {
+    fn lane_values(&self, layout: &Layout, rows: &Range<u64>) -> Result<(Buffer, usize)> {
         let (packed, first_row) = self.packed_blocks(rows)?;
-        let values = unpack_blocks(&packed, self.layout.bit_width, self.layout.lane_bytes, self.lane_reference())?;
+        let values = unpack_blocks(&packed, layout.bit_width, layout.lane_bytes, layout.lane_reference())?;
         Ok((values, (rows.start - first_row) as usize))
     }
-}
 
-impl PageDecoder for BitpackedDecoder {
-    fn num_rows(&self) -> u64 {
-        self.rows.num_rows()
-    }
-
-    fn decode(&self, rows_to_skip: u64, num_rows: u64) -> Result<DataBlock> {
-        let layout = &self.layout;
+    /// Rows `rows_to_skip..rows_to_skip + num_rows` as values of `layout` (the page's, or its
+    /// 16-byte values taken as 8-byte ones).
+    fn decode_as(&self, layout: &Layout, rows_to_skip: u64, num_rows: u64) -> Result<DataBlock> {
         let w = layout.value_bytes;
         let pieces = self.rows.page_rows(rows_to_skip, num_rows)?;
         // Width 0 stores nothing per value: the rows asked for are all that bounds the output.
@@ -187,7 +195,7 @@ impl PageDecoder for BitpackedDecoder {
             }
         } else if let ([piece], true) = (pieces.as_slice(), layout.value_bytes == layout.lane_bytes) {
             // One run of rows at the lane width: the unpacked blocks are the values.
-            let (values, skip) = self.lane_values(piece)?;
+            let (values, skip) = self.lane_values(layout, piece)?;
             let data = values.slice_with_length(skip * w, (piece.end - piece.start) as usize * w);
             return Ok(DataBlock::FixedWidth(FixedWidthBlock {
                 data,
@@ -204,7 +212,7 @@ impl PageDecoder for BitpackedDecoder {
                     let positions = members.iter().flat_map(|p| p.clone()).map(|row| row - first_row);
                     let (width, lanes) = (layout.bit_width, layout.lane_bytes);
                     if layout.value_bytes == layout.lane_bytes {
-                        unpack_selected(&packed, width, lanes, self.lane_reference(), positions, &mut out)?;
+                        unpack_selected(&packed, width, lanes, layout.lane_reference(), positions, &mut out)?;
                     } else {
                         alone.clear();
                         unpack_selected(&packed, width, lanes, 0, positions, &mut alone)?;
@@ -219,7 +227,7 @@ impl PageDecoder for BitpackedDecoder {
                     unpack_widened(&packed, layout.bit_width, layout.reference, rows, &mut out)?;
                     continue;
                 }
-                let (values, skip) = self.lane_values(&span)?;
+                let (values, skip) = self.lane_values(layout, &span)?;
                 for piece in members {
                     let at = skip + (piece.start - span.start) as usize;
                     let len = (piece.end - piece.start) as usize;
@@ -233,6 +241,23 @@ impl PageDecoder for BitpackedDecoder {
             bits_per_value: w as u64 * 8,
             num_values: num_rows,
         }))
+    }
+}
+
+impl PageDecoder for BitpackedDecoder {
+    fn num_rows(&self) -> u64 {
+        self.rows.num_rows()
+    }
+
+    fn decode(&self, rows_to_skip: u64, num_rows: u64) -> Result<DataBlock> {
+        self.decode_as(&self.layout, rows_to_skip, num_rows)
+    }
+
+    fn decode_64(&self, rows_to_skip: u64, num_rows: u64) -> Result<DataBlock> {
+        match self.layout.as_64() {
+            Some(layout) => self.decode_as(&layout, rows_to_skip, num_rows),
+            None => self.decode(rows_to_skip, num_rows)?.narrowed_to_64(),
+        }
     }
 }
 

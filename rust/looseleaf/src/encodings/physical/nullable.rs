@@ -59,6 +59,16 @@ impl PageDecoder for NullableDecoder {
         let values = self.values.decode(rows_to_skip, num_rows)?;
         Ok(DataBlock::Nullable { validity, values: Box::new(values) })
     }
+
+    fn decode_64(&self, rows_to_skip: u64, num_rows: u64) -> Result<DataBlock> {
+        let validity = self.validity.decode_bits(rows_to_skip, num_rows)?;
+        match self.values.decode_64(rows_to_skip, num_rows) {
+            Ok(values) => Ok(DataBlock::Nullable { validity, values: Box::new(values) }),
+            // A null slot holds anything, and the values alone cannot tell it from a value that
+            // does not fit: checked again with the validity.
+            Err(_) => self.decode(rows_to_skip, num_rows)?.narrowed_to_64(),
+        }
+    }
 }
 
 /// A page whose values are all null: nothing to read.

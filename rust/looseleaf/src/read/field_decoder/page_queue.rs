@@ -54,6 +54,11 @@ impl PagePiece {
     pub fn decode(&self) -> Result<DataBlock> {
         self.page.decode(self.skip, self.len)
     }
+
+    /// Decodes the piece with 16-byte integers as 8-byte ones (see [`PageDecoder::decode_64`]).
+    pub fn decode_64(&self) -> Result<DataBlock> {
+        self.page.decode_64(self.skip, self.len)
+    }
 }
 
 enum PageState<T> {

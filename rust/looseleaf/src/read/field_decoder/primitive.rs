@@ -42,10 +42,15 @@ impl FieldDecoder for PrimitiveFieldDecoder {
                             .collect::<Result<Vec<_>>>()?;
                         return concat_dictionaries(&arrays, &data_type);
                     }
-                    if let Some(block) = decode_into_one_buffer(&pieces)? {
+                    // Decimals of up to 18 digits asked for at their native width.
+                    let narrow = matches!(data_type, DataType::Decimal64(..));
+                    if !narrow && let Some(block) = decode_into_one_buffer(&pieces)? {
                         return block_to_array(block, &data_type);
                     }
-                    let blocks = pieces.iter().map(|p| p.decode()).collect::<Result<Vec<_>>>()?;
+                    let blocks = pieces
+                        .iter()
+                        .map(|p| if narrow { p.decode_64() } else { p.decode() })
+                        .collect::<Result<Vec<_>>>()?;
                     let block = if blocks.is_empty() {
                         DataBlock::AllNull { num_values: 0 }
                     } else {
