@@ -431,25 +431,26 @@ async fn evaluate_chunk(
     predicate: Arc<BoundPredicate>,
     fields: Vec<usize>,
 ) -> Result<Evaluated> {
-    let batches: Vec<RecordBatch> = if fields.is_empty() {
-        // A predicate of constants: one batch of no columns.
-        let options = RecordBatchOptions::new().with_row_count(Some(chunk.num_rows() as usize));
-        vec![RecordBatch::try_new_with_options(Arc::new(Schema::empty()), vec![], &options)?]
-    } else {
-        let mut stream = read.stream_unfiltered().await?;
-        let mut batches = Vec::new();
-        while let Some(batch) = stream.next().await {
-            batches.push(batch?);
-        }
-        batches
-    };
     let mut matched = 0;
-    let mut out = Vec::with_capacity(batches.len());
-    for batch in batches {
+    let mut out = Vec::new();
+    let mut evaluate_batch = |batch: RecordBatch| -> Result<()> {
         let columns: FilterColumns = fields.iter().copied().zip(batch.columns()).collect();
         let mask = evaluate(&predicate, &columns, batch.num_rows())?;
         matched += mask.count_set_bits() as u64;
         out.push((batch, mask));
+        Ok(())
+    };
+    if fields.is_empty() {
+        // A predicate of constants: one batch of no columns.
+        let options = RecordBatchOptions::new().with_row_count(Some(chunk.num_rows() as usize));
+        evaluate_batch(RecordBatch::try_new_with_options(Arc::new(Schema::empty()), vec![], &options)?)?;
+    } else {
+        // Each batch evaluated as it comes, while its values are still in the CPU's caches and
+        // the decoders go on with the next.
+        let mut stream = read.stream_unfiltered().await?;
+        while let Some(batch) = stream.next().await {
+            evaluate_batch(batch?)?;
+        }
     }
     Ok(Evaluated { batches: out, matched })
 }
