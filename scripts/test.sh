@@ -9,10 +9,7 @@ step() { printf '\n==> [%4d s] %s\n' "$SECONDS" "$*"; }
 trap 'status=$?; printf "\n==> [%4d s] finished with status %d\n" "$SECONDS" "$status"' EXIT
 
 step "install the package and its test dependencies"
-# The wheel's release builds without link-time optimisation and in more codegen units: the same
-# code, compiled in less time (the tests time nothing; benchmarks build the wheel as shipped).
-CARGO_PROFILE_RELEASE_LTO=false CARGO_PROFILE_RELEASE_CODEGEN_UNITS=16 \
-    python3 -m pip install --quiet --disable-pip-version-check ".[test]"
+python3 -m pip install --quiet --disable-pip-version-check ".[test]"
 
 step "java (the PySpark tests need a JVM)"
 if ! command -v java >/dev/null 2>&1; then
