@@ -514,7 +514,7 @@ fn decimal_case(seed: u64, rows: usize, precision: u8, page_size: u64) {
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig::with_cases(12))]
+    #![proptest_config(ProptestConfig::with_cases(8))]
 
     #[test]
     fn decimal_and_date_comparisons_are_exact_on_every_encoding(

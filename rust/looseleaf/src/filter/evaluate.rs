@@ -408,6 +408,31 @@ mod tests {
     use super::*;
     use crate::filter::Predicate;
 
+    /// Every interval of `i8` and `u8` (bounds included), against the two comparisons it stands for.
+    #[test]
+    fn within_matches_both_comparisons_at_every_bound() {
+        let signed: Vec<i8> = (i8::MIN..=i8::MAX).collect();
+        let unsigned: Vec<u8> = (u8::MIN..=u8::MAX).collect();
+        for low in (i8::MIN..=i8::MAX).step_by(3).chain([i8::MAX]) {
+            for high in (low..=i8::MAX).step_by(5).chain([i8::MAX]) {
+                let bits = within(&signed, low, high);
+                assert!(
+                    signed.iter().zip(bits.iter()).all(|(v, bit)| bit == (low <= *v && *v <= high)),
+                    "{low}..={high}"
+                );
+            }
+        }
+        for low in (u8::MIN..=u8::MAX).step_by(3).chain([u8::MAX]) {
+            for high in (low..=u8::MAX).step_by(5).chain([u8::MAX]) {
+                let bits = within(&unsigned, low, high);
+                assert!(
+                    unsigned.iter().zip(bits.iter()).all(|(v, bit)| bit == (low <= *v && *v <= high)),
+                    "{low}..={high}"
+                );
+            }
+        }
+    }
+
     #[test]
     fn kleene_logic_and_nan() {
         let schema =
