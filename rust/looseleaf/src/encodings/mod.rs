@@ -24,11 +24,13 @@ pub mod strategy;
 use std::fmt::Debug;
 use std::ops::Range;
 
+use arrow_array::BooleanArray;
 use futures::future::BoxFuture;
 
 pub use data_block::{DataBlock, FixedWidthBlock, VariableWidthBlock};
 
 use crate::error::Result;
+use crate::filter::range_test::RangeTest;
 use crate::io::PageIo;
 
 /// The future of a scheduled page: a decoder once its bytes are loaded.
@@ -66,6 +68,23 @@ pub trait PageDecoder: Send + Sync {
     /// bits; [`crate::Error::Internal`] if the rows are not integers of 8 or 16 bytes.
     fn decode_64(&self, rows_to_skip: u64, num_rows: u64) -> Result<DataBlock> {
         self.decode(rows_to_skip, num_rows)?.narrowed_to_64()
+    }
+
+    /// The range test `test` on rows `rows_to_skip..rows_to_skip + num_rows`, run on the stored
+    /// form if this encoding can (a bit-packed page compares its packed differences, without
+    /// writing the values out): one bit per row, true where the value is in the range, false
+    /// where not, null where the value is null. `None` (the default) for the caller to decode
+    /// the rows and test the values.
+    ///
+    /// The test reads the values as integers of the width the page stores them in, signed as
+    /// `test` says; an encoding that cannot tell that those are the values [`decode`](Self::decode)
+    /// returns returns `None`.
+    ///
+    /// # Errors
+    /// As [`decode`](Self::decode).
+    fn test_range(&self, rows_to_skip: u64, num_rows: u64, test: &RangeTest) -> Result<Option<BooleanArray>> {
+        let _ = (rows_to_skip, num_rows, test);
+        Ok(None)
     }
 
     /// The layout of the rows [`decode_into`](Self::decode_into) writes, if this decoder can

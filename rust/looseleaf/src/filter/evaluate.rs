@@ -2,24 +2,24 @@
 //!
 //! A predicate's value on each row is true, false or null. It is carried as two bitmaps, the
 //! rows where it is true and the rows where it is false (neither: null), so that `NOT` swaps
-//! them and `AND`/`OR` combine them as Kleene logic does, in whole words. Comparisons use
+//! them and `AND`/`OR` combine them as Kleene logic does, in whole words. Comparisons of
+//! integer-like columns (integers, dates, timestamps, decimals) are range tests
+//! ([`super::range_test`]), those of one column under an `AND` folded into one; others use
 //! arrow-rs's kernels in the column's own type (the constant was brought to it by binding);
 //! floats are compared as doubles with IEEE 754 semantics, as Arrow's compute functions do.
 
 use std::collections::HashMap;
 use std::sync::Arc;
 
-use arrow_array::ArrowNativeTypeOp;
 use arrow_array::cast::AsArray;
 use arrow_array::types::{Decimal128Type, Float32Type, Float64Type};
-use arrow_array::{
-    Array, ArrayRef, ArrowPrimitiveType, BinaryViewArray, BooleanArray, Decimal64Array, Scalar, StringViewArray,
-};
+use arrow_array::{Array, ArrayRef, BinaryViewArray, BooleanArray, Decimal64Array, Scalar, StringViewArray};
 use arrow_buffer::{BooleanBuffer, NullBuffer};
-use arrow_schema::{DataType, TimeUnit};
+use arrow_schema::DataType;
 
 use super::bind::{BoundColumn, BoundPredicate};
 use super::predicate::{CompareOp, NullMatching};
+use super::range_test::{RangeTest, column_ranges};
 use crate::error::{Error, Result};
 
 /// A predicate's value per row: `true_rows` where true, `false_rows` where false, neither where
@@ -76,10 +76,9 @@ fn truth(predicate: &BoundPredicate, columns: &FilterColumns<'_>, len: usize) ->
     Ok(match predicate {
         BoundPredicate::Compare { column, op, value } => {
             let array = column_array(column, columns)?;
-            let value = as_column_type(&array, value)?;
-            match interval(&array, &[(*op, &value)]) {
-                Some(truth) => truth,
-                None => compare(&array, *op, &value)?,
+            match RangeTest::of(array.data_type(), &[(*op, value)]) {
+                Some(test) => Truth::of(&test.on_array(&array)?),
+                None => compare(&array, *op, &as_column_type(&array, value)?)?,
             }
         }
         BoundPredicate::Same { column, value } => {
@@ -141,21 +140,16 @@ fn truth(predicate: &BoundPredicate, columns: &FilterColumns<'_>, len: usize) ->
                     None => part,
                 })
             };
-            // The comparisons of one column with constants, as one test of an interval (`AND`
+            // The comparisons of one column with constants, as one range test (`AND`
             // is commutative in three-valued logic too: the order of its parts is free).
             let (ranges, others) = column_ranges(parts);
             for (column, terms) in ranges {
                 let array = column_array(column, columns)?;
-                let terms = terms
-                    .into_iter()
-                    .map(|(op, value)| Ok((op, as_column_type(&array, value)?)))
-                    .collect::<Result<Vec<_>>>()?;
-                let terms: Vec<(CompareOp, &ArrayRef)> = terms.iter().map(|(op, value)| (*op, value)).collect();
-                match interval(&array, &terms) {
-                    Some(truth) => and(truth),
+                match RangeTest::of(array.data_type(), &terms) {
+                    Some(test) => and(Truth::of(&test.on_array(&array)?)),
                     None => {
                         for (op, value) in terms {
-                            and(compare(&array, op, value)?);
+                            and(compare(&array, op, &as_column_type(&array, value)?)?);
                         }
                     }
                 }
@@ -259,127 +253,6 @@ fn as_column_type(array: &ArrayRef, value: &ArrayRef) -> Result<ArrayRef> {
     })
 }
 
-/// A column and the comparisons of it with constants that an `AND` holds.
-type ColumnRange<'a> = (&'a BoundColumn, Vec<(CompareOp, &'a ArrayRef)>);
-
-/// The comparisons with constants among `parts` (of an `AND`) grouped by column, and the other
-/// parts. Only orderings and equality join a group (`!=` is not an interval).
-fn column_ranges(parts: &[BoundPredicate]) -> (Vec<ColumnRange<'_>>, Vec<&BoundPredicate>) {
-    let mut ranges: Vec<ColumnRange<'_>> = Vec::new();
-    let mut others = Vec::new();
-    for part in parts {
-        match part {
-            BoundPredicate::Compare { column, op, value } if *op != CompareOp::NotEq => {
-                match ranges.iter_mut().find(|(c, _)| *c == column) {
-                    Some((_, terms)) => terms.push((*op, value)),
-                    None => ranges.push((column, vec![(*op, value)])),
-                }
-            }
-            other => others.push(other),
-        }
-    }
-    (ranges, others)
-}
-
-/// The truth of `array <op> constant` for every term at once, as the test of one interval of
-/// the column's native integers (the constants in the array's type, see [`as_column_type`]):
-/// one pass over the values however many terms, at their stored width. `None` for a type or
-/// term it does not cover (floats, strings, `!=`, a null constant): the caller compares.
-fn interval(array: &ArrayRef, terms: &[(CompareOp, &ArrayRef)]) -> Option<Truth> {
-    use arrow_array::types::*;
-    macro_rules! native {
-        ($($pattern:pat => $type:ty),* $(,)?) => {
-            match array.data_type() {
-                $($pattern => interval_of::<$type>(array, terms),)*
-                _ => None,
-            }
-        };
-    }
-    native! {
-        DataType::Int8 => Int8Type,
-        DataType::Int16 => Int16Type,
-        DataType::Int32 => Int32Type,
-        DataType::Int64 => Int64Type,
-        DataType::UInt8 => UInt8Type,
-        DataType::UInt16 => UInt16Type,
-        DataType::UInt32 => UInt32Type,
-        DataType::UInt64 => UInt64Type,
-        DataType::Date32 => Date32Type,
-        DataType::Date64 => Date64Type,
-        DataType::Decimal64(..) => Decimal64Type,
-        DataType::Decimal128(..) => Decimal128Type,
-        DataType::Timestamp(TimeUnit::Second, _) => TimestampSecondType,
-        DataType::Timestamp(TimeUnit::Millisecond, _) => TimestampMillisecondType,
-        DataType::Timestamp(TimeUnit::Microsecond, _) => TimestampMicrosecondType,
-        DataType::Timestamp(TimeUnit::Nanosecond, _) => TimestampNanosecondType,
-    }
-}
-
-fn interval_of<T: ArrowPrimitiveType>(array: &ArrayRef, terms: &[(CompareOp, &ArrayRef)]) -> Option<Truth>
-where
-    T::Native: Ord,
-{
-    let values = array.as_primitive_opt::<T>()?;
-    // Inclusive bounds; `empty` once no value can pass (`> MAX`, `< MIN`).
-    let (mut low, mut high): (Option<T::Native>, Option<T::Native>) = (None, None);
-    let mut empty = false;
-    for (op, constant) in terms {
-        let constant = constant.as_primitive_opt::<T>()?;
-        if constant.len() != 1 || constant.is_null(0) || constant.data_type() != array.data_type() {
-            return None;
-        }
-        let c = constant.value(0);
-        let (from, to) = match op {
-            CompareOp::Eq => (Some(c), Some(c)),
-            CompareOp::GtEq => (Some(c), None),
-            CompareOp::LtEq => (None, Some(c)),
-            CompareOp::Gt => match c.add_checked(T::Native::ONE) {
-                Ok(next) => (Some(next), None),
-                Err(_) => {
-                    empty = true;
-                    (None, None)
-                }
-            },
-            CompareOp::Lt => match c.sub_checked(T::Native::ONE) {
-                Ok(previous) => (None, Some(previous)),
-                Err(_) => {
-                    empty = true;
-                    (None, None)
-                }
-            },
-            CompareOp::NotEq => return None,
-        };
-        low = low.max(from);
-        high = match (high, to) {
-            (Some(a), Some(b)) => Some(a.min(b)),
-            (a, b) => a.or(b),
-        };
-    }
-    let v = values.values();
-    let (low, high) = (low.unwrap_or(T::Native::MIN_TOTAL_ORDER), high.unwrap_or(T::Native::MAX_TOTAL_ORDER));
-    let bits = if empty || low > high { BooleanBuffer::new_unset(v.len()) } else { within(v, low, high) };
-    Some(Truth::of(&BooleanArray::new(bits, array.logical_nulls())))
-}
-
-/// The values in `low..=high`, as bits.
-///
-/// A word of 64 values at a time, each test without a branch (`&`, not `&&`), so that the
-/// compiler vectorises it: `collect_bool` with the closure `low <= v[i] && v[i] <= high` took a
-/// third of TPC-H Q6.
-fn within<N: Copy + PartialOrd>(values: &[N], low: N, high: N) -> BooleanBuffer {
-    let chunks = values.chunks_exact(64);
-    let tail = chunks.remainder();
-    let mut words: Vec<u64> = Vec::with_capacity(values.len().div_ceil(64));
-    let word = |chunk: &[N]| {
-        chunk.iter().enumerate().fold(0u64, |word, (bit, v)| word | ((((low <= *v) & (*v <= high)) as u64) << bit))
-    };
-    words.extend(chunks.map(word));
-    if !tail.is_empty() {
-        words.push(word(tail));
-    }
-    BooleanBuffer::new(arrow_buffer::Buffer::from_vec(words), 0, values.len())
-}
-
 /// IEEE 754 comparison of a float column with a double constant.
 fn compare_doubles(array: &ArrayRef, op: CompareOp, value: &ArrayRef, at: impl Fn(usize) -> f64) -> Truth {
     let constant = value.as_primitive_opt::<Float64Type>().map_or(f64::NAN, |v| v.value(0));
@@ -407,31 +280,6 @@ mod tests {
 
     use super::*;
     use crate::filter::Predicate;
-
-    /// Every interval of `i8` and `u8` (bounds included), against the two comparisons it stands for.
-    #[test]
-    fn within_matches_both_comparisons_at_every_bound() {
-        let signed: Vec<i8> = (i8::MIN..=i8::MAX).collect();
-        let unsigned: Vec<u8> = (u8::MIN..=u8::MAX).collect();
-        for low in (i8::MIN..=i8::MAX).step_by(3).chain([i8::MAX]) {
-            for high in (low..=i8::MAX).step_by(5).chain([i8::MAX]) {
-                let bits = within(&signed, low, high);
-                assert!(
-                    signed.iter().zip(bits.iter()).all(|(v, bit)| bit == (low <= *v && *v <= high)),
-                    "{low}..={high}"
-                );
-            }
-        }
-        for low in (u8::MIN..=u8::MAX).step_by(3).chain([u8::MAX]) {
-            for high in (low..=u8::MAX).step_by(5).chain([u8::MAX]) {
-                let bits = within(&unsigned, low, high);
-                assert!(
-                    unsigned.iter().zip(bits.iter()).all(|(v, bit)| bit == (low <= *v && *v <= high)),
-                    "{low}..={high}"
-                );
-            }
-        }
-    }
 
     #[test]
     fn kleene_logic_and_nan() {

@@ -4,6 +4,8 @@
 //! - [`bind`]: [`BoundPredicate`], checked against a schema, constants in the columns' types.
 //! - [`prune`]: stage one of a filtered read, zones of rows ruled out by their statistics.
 //! - [`evaluate`]: stage two, the exact value of the predicate on decoded columns.
+//! - [`range_test`]: comparisons of an integer-like column folded into one test of a range,
+//!   run on decoded arrays or, pushed into the decoders, on stored pages.
 //! - [`partitions`]: a filter folded with one file's partition values (a dataset's files
 //!   ruled out before they are opened), with the same evaluator.
 //! - `json.rs`: the JSON form bindings hand predicates over in ([`Predicate::from_json`]).
@@ -18,6 +20,7 @@ mod json;
 pub mod partitions;
 pub mod predicate;
 pub mod prune;
+pub mod range_test;
 
 pub use bind::BoundPredicate;
 pub use json::typed_literal;

@@ -18,12 +18,12 @@ use std::collections::HashMap;
 use std::num::NonZeroUsize;
 use std::sync::Arc;
 
-use arrow_schema::{Schema, SchemaRef};
+use arrow_schema::{DataType, Field, Schema, SchemaRef};
 use futures::{StreamExt, TryStreamExt};
 
 use super::batch_plan::{BatchPlan, column_spans, default_batch_size};
 use super::decode_stream::{DecodeBatchStream, steps_in_flight};
-use super::field_decoder::field_decoder;
+use super::field_decoder::{field_decoder, tested_field_decoder};
 use super::field_scheduler::{ColumnPages, MIN_PAGE_PART_BYTES, RowPriority};
 use super::file_reader::FileReader;
 use super::filtered_read::FilteredPlan;
@@ -109,8 +109,16 @@ impl ReadBuilder<FileReader> {
         if self.decimal64 {
             fields.iter_mut().for_each(with_decimal64);
         }
+        // A tested column's decoder returns booleans; its column tree keeps the stored type,
+        // which its pages are scheduled and decoded by.
         let schema = Arc::new(Schema::new_with_metadata(
-            fields.iter().map(|f| f.field.clone()).collect::<Vec<_>>(),
+            fields
+                .iter()
+                .map(|f| match self.range_test(f.field.name()) {
+                    Some(_) => Arc::new(Field::new(f.field.name(), DataType::Boolean, true)),
+                    None => f.field.clone(),
+                })
+                .collect::<Vec<_>>(),
             file.schema().metadata().clone(),
         ));
         Ok((fields, schema))
@@ -143,10 +151,13 @@ impl ReadBuilder<FileReader> {
         let top_level = Arc::new(RowPriority::TopLevel);
         let mut jobs = Vec::new();
         let mut decoders = Vec::new();
-        for scheduler in schedulers {
+        for (scheduler, tree) in schedulers.into_iter().zip(&fields) {
             let (field_jobs, pages) = scheduler.start(&selection, &top_level, &context)?;
             jobs.extend(field_jobs);
-            decoders.push(field_decoder(pages, &context));
+            decoders.push(match self.range_test(tree.field.name()) {
+                Some(test) => tested_field_decoder(pages, test, &context)?,
+                None => field_decoder(pages, &context),
+            });
         }
         let batch_size = options.batch_size.unwrap_or_else(|| {
             default_batch_size(row_bytes, selection.num_rows(), parallelism, options.default_batch_size())

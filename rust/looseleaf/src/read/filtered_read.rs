@@ -4,7 +4,9 @@
 //!    pages' statistics) rule out the zones of rows no row of which can match. Only the filter
 //!    columns' zone maps are read.
 //! 2. **Filter columns**: the filter columns of the remaining rows are read and the predicate
-//!    evaluated exactly ([`crate::filter::evaluate`]).
+//!    evaluated exactly ([`crate::filter::evaluate`]). A filter column the read does not return
+//!    and that only a range test reads comes back as that test's result, run by its decoder on
+//!    the stored pages ([`crate::filter::range_test::push_range_tests`]).
 //! 3. **Other columns**: the rest of the projection, for the matching rows only, read either as
 //!    a scan of the rows stage 2 looked at (then filtered) or as a `take` of the matching rows,
 //!    whichever the planner says reads less: both are planned with the scheduling loop against a
@@ -39,6 +41,7 @@ use super::record_batch_stream::{ReadStats, RecordBatchStream};
 use crate::error::{Error, Result};
 use crate::filter::evaluate::{FilterColumns, evaluate};
 use crate::filter::prune::candidate_rows;
+use crate::filter::range_test::{RangeTest, push_range_tests};
 use crate::filter::{BoundPredicate, ZoneCounts};
 use crate::io::IoPlan;
 use crate::read::metrics::ReadMetrics;
@@ -145,6 +148,10 @@ enum Source {
 /// Everything the stages share.
 struct Setup {
     predicate: Arc<BoundPredicate>,
+    /// The predicate stage 2 evaluates: `predicate` with its range tests on columns nothing
+    /// else reads run by the decoders of those columns (`range_tests`), which return booleans.
+    tested_predicate: Arc<BoundPredicate>,
+    range_tests: Vec<(String, RangeTest)>,
     /// Filter fields: schema indices and names.
     filter_fields: Vec<usize>,
     filter_names: Vec<String>,
@@ -180,6 +187,13 @@ async fn setup(builder: &ReadBuilder) -> Result<Setup> {
         Some(columns) => columns.to_vec(),
         None => file.schema().fields().iter().map(|f| f.name().clone()).collect(),
     };
+    let dictionary_columns = builder.resolved_options().dictionary_columns.unwrap_or_default();
+    let (tested_predicate, tests) = push_range_tests(&predicate, |column| {
+        let name = file.schema().field(column.field).name();
+        column.is_top_level() && !output_names.contains(name) && !dictionary_columns.contains(name)
+    });
+    let range_tests =
+        tests.into_iter().map(|(field, test)| (file.schema().field(field).name().clone(), test)).collect();
     let mut other_names = Vec::new();
     let sources: Vec<Source> = output_names
         .iter()
@@ -229,6 +243,8 @@ async fn setup(builder: &ReadBuilder) -> Result<Setup> {
     ));
     Ok(Setup {
         predicate: Arc::new(predicate),
+        tested_predicate: Arc::new(tested_predicate),
+        range_tests,
         filter_fields,
         filter_names,
         other_names,
@@ -317,8 +333,10 @@ async fn run_chunks(
     }
     let mut chunks = split(&setup.candidates, setup.chunk_rows);
     let start_stage2 = |chunk: RowSelection| {
-        let read = sub_read(&base, &setup.filter_names).with_selection(chunk.clone());
-        let (predicate, fields) = (setup.predicate.clone(), setup.filter_fields.clone());
+        let read = sub_read(&base, &setup.filter_names)
+            .with_selection(chunk.clone())
+            .with_range_tests(setup.range_tests.clone());
+        let (predicate, fields) = (setup.tested_predicate.clone(), setup.filter_fields.clone());
         tokio::spawn(evaluate_chunk(read, chunk, predicate, fields))
     };
     let mut output = Output::new(setup.working.clone(), setup.schema.clone(), setup.batch_size);

@@ -19,6 +19,7 @@ use super::file_reader::FileReader;
 use super::record_batch_stream::RecordBatchStream;
 use crate::error::Result;
 use crate::filter::Predicate;
+use crate::filter::range_test::RangeTest;
 use crate::io::{IoBudget, IoOptions, IoScheduler};
 use crate::options::{OptionValue, ReadOptions};
 use crate::selection::RowSelection;
@@ -109,6 +110,10 @@ pub struct ReadBuilder<S = FileReader> {
     /// read's stages compare and filter them so, and widen only the rows returned). Set only
     /// inside the crate.
     pub(crate) decimal64: bool,
+    /// Top-level columns returned as the result of a range test on their values (a boolean
+    /// array, null where the value is null) instead of the values: a filtered read's filter
+    /// columns that only a range test reads. Set only inside the crate.
+    pub(crate) range_tests: Vec<(String, RangeTest)>,
 }
 
 impl<S> ReadBuilder<S> {
@@ -124,6 +129,7 @@ impl<S> ReadBuilder<S> {
             trace: None,
             io_scheduler: None,
             decimal64: false,
+            range_tests: Vec::new(),
         }
     }
 
@@ -262,6 +268,16 @@ impl<S> ReadBuilder<S> {
     /// Returns decimals of up to 18 digits as `Decimal64` (see [`Self::decimal64`]).
     pub(crate) fn with_decimal64(self) -> Self {
         Self { decimal64: true, ..self }
+    }
+
+    /// Returns each column of `tests` as its test's result (see [`Self::range_tests`]).
+    pub(crate) fn with_range_tests(self, range_tests: Vec<(String, RangeTest)>) -> Self {
+        Self { range_tests, ..self }
+    }
+
+    /// The range test a column is returned as, if any.
+    pub(crate) fn range_test(&self, column: &str) -> Option<RangeTest> {
+        self.range_tests.iter().find(|(name, _)| name == column).map(|(_, test)| *test)
     }
 
     /// The I/O settings the read was given in place of the storage's, if any.

@@ -14,16 +14,18 @@
 
 use std::ops::Range;
 
-use arrow_buffer::{Buffer, MutableBuffer};
+use arrow_array::BooleanArray;
+use arrow_buffer::{BooleanBufferBuilder, Buffer, MutableBuffer};
 
 use super::PageContext;
 use super::binary::aligned;
 use super::integers::{
-    BLOCK, block_bytes, blocks_for, read_int, shared_block_spans, unpack_alone, unpack_blocks, unpack_selected,
-    unpack_widened, write_int,
+    BLOCK, block_bytes, blocks_for, read_int, shared_block_spans, test_packed, unpack_alone, unpack_blocks,
+    unpack_selected, unpack_widened, write_int,
 };
 use crate::encodings::{DataBlock, FixedWidthBlock, PageDecoder, PageLoad, PageScheduler, SelectedRows, limits};
 use crate::error::{Error, Result, bail, ensure};
+use crate::filter::range_test::RangeTest;
 use crate::format::proto::{BitpackedEncoding, BufferLocation};
 use crate::io::PageIo;
 
@@ -78,6 +80,34 @@ impl Layout {
         let reference = i64::try_from(self.reference).ok()?;
         reference.checked_add_unsigned(largest)?;
         Some(Layout { value_bytes: 8, lane_bytes: 8, bit_width: self.bit_width, reference: reference as i128 })
+    }
+}
+
+impl Layout {
+    /// The range of `test` as differences from the reference, to test the packed values
+    /// against: `Some(None)` if no value the page can hold passes; `None` if the values cannot
+    /// be told exactly from the differences in the test's signedness (the reference plus the
+    /// largest difference leaves the type: a page written with the other signedness).
+    fn differences_within(&self, test: &RangeTest) -> Option<Option<(u64, u64)>> {
+        let bits = self.value_bytes as u32 * 8;
+        // The reference was read zero-extended (`read_int(.., false)`).
+        let reference = match bits {
+            128 => self.reference,
+            _ if test.signed => (self.reference << (128 - bits)) >> (128 - bits),
+            _ => self.reference,
+        };
+        let (type_min, type_max) = match (bits, test.signed) {
+            (128, _) => (i128::MIN, i128::MAX),
+            (_, true) => (-(1i128 << (bits - 1)), (1i128 << (bits - 1)) - 1),
+            (_, false) => (0, (1i128 << bits) - 1),
+        };
+        let largest = if self.bit_width >= 64 { u64::MAX } else { (1u64 << self.bit_width) - 1 };
+        let top = reference.checked_add(largest as i128)?;
+        if reference < type_min || top > type_max {
+            return None;
+        }
+        let (low, high) = (test.low.max(reference), test.high.min(top));
+        Some((low <= high).then(|| ((low - reference) as u64, (high - reference) as u64)))
     }
 }
 
@@ -259,6 +289,25 @@ impl PageDecoder for BitpackedDecoder {
             None => self.decode(rows_to_skip, num_rows)?.narrowed_to_64(),
         }
     }
+
+    fn test_range(&self, rows_to_skip: u64, num_rows: u64, test: &RangeTest) -> Result<Option<BooleanArray>> {
+        let Some(differences) = self.layout.differences_within(test) else { return Ok(None) };
+        let mut bits = BooleanBufferBuilder::new(num_rows as usize);
+        match differences {
+            None => bits.append_n(num_rows as usize, false),
+            // Every value is the reference, which the range holds.
+            Some(_) if self.layout.bit_width == 0 => bits.append_n(num_rows as usize, true),
+            Some(range) => {
+                for piece in self.rows.page_rows(rows_to_skip, num_rows)? {
+                    let (packed, first_row) = self.packed_blocks(&piece)?;
+                    let rows = (piece.start - first_row) as usize..(piece.end - first_row) as usize;
+                    test_packed(&packed, self.layout.bit_width, self.layout.lane_bytes, rows, range, &mut bits)?;
+                }
+            }
+        }
+        ensure!(bits.len() == num_rows as usize, internal, "bit-packed page tested the wrong number of rows");
+        Ok(Some(BooleanArray::new(bits.finish(), None)))
+    }
 }
 
 /// Encodes `values` (integers of `block.bits_per_value / 8` bytes) as bit-packed differences
@@ -308,4 +357,47 @@ fn widen_into(lanes: &[u8], reference: i128, out: &mut MutableBuffer) {
         let delta = u64::from_le_bytes([lane[0], lane[1], lane[2], lane[3], lane[4], lane[5], lane[6], lane[7]]);
         reference.wrapping_add(delta as i128)
     }));
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn layout(value_bytes: usize, lane_bytes: usize, bit_width: u32, reference: i128) -> Layout {
+        Layout { value_bytes, lane_bytes, bit_width, reference }
+    }
+
+    fn test(low: i128, high: i128, signed: bool) -> RangeTest {
+        RangeTest { low, high, signed }
+    }
+
+    #[test]
+    fn ranges_become_differences_from_the_reference() {
+        // i8 values -100..=27 (reference 0x9c, read zero-extended as 156).
+        let page = layout(1, 1, 7, 156);
+        assert_eq!(page.differences_within(&test(-100, 27, true)), Some(Some((0, 127))));
+        assert_eq!(page.differences_within(&test(-5, 5, true)), Some(Some((95, 105))));
+        assert_eq!(page.differences_within(&test(28, 100, true)), Some(None));
+        assert_eq!(page.differences_within(&test(i128::MIN, -101, true)), Some(None));
+        // The same bytes as u8: 156 + 127 leaves the type, so the values are not the sums.
+        assert_eq!(page.differences_within(&test(0, 10, false)), None);
+        // u8 values 192..=255.
+        let page = layout(1, 1, 6, 192);
+        assert_eq!(page.differences_within(&test(250, 1000, false)), Some(Some((58, 63))));
+        // Read as i8, the same page holds -64..=-1.
+        assert_eq!(page.differences_within(&test(0, 10, true)), Some(None));
+        assert_eq!(page.differences_within(&test(-2, 10, true)), Some(Some((62, 63))));
+        // u8 values 200..=263 do not fit a byte.
+        assert_eq!(layout(1, 1, 6, 200).differences_within(&test(0, 255, false)), None);
+        // Decimals of 16 bytes in 64-bit lanes, at i128's limits.
+        let page = layout(16, 8, 64, i128::MAX - (u64::MAX as i128));
+        assert_eq!(page.differences_within(&test(i128::MAX, i128::MAX, true)), Some(Some((u64::MAX, u64::MAX))));
+        assert_eq!(layout(16, 8, 64, i128::MAX - 5).differences_within(&test(0, 1, true)), None);
+        let page = layout(16, 8, 4, -3);
+        assert_eq!(page.differences_within(&test(-1, 1, true)), Some(Some((2, 4))));
+        // Width 0: every value is the reference.
+        let page = layout(4, 4, 0, 17);
+        assert_eq!(page.differences_within(&test(17, 17, true)), Some(Some((0, 0))));
+        assert_eq!(page.differences_within(&test(18, 20, true)), Some(None));
+    }
 }

@@ -4,10 +4,14 @@
 
 use std::ops::Range;
 
+use arrow_array::BooleanArray;
+use arrow_buffer::NullBuffer;
+
 use super::PageContext;
 use super::bitmap::{BitmapDecoder, BitmapScheduler};
 use crate::encodings::{DataBlock, PageDecoder, PageLoad, PageScheduler};
 use crate::error::{Result, bail, ensure};
+use crate::filter::range_test::RangeTest;
 use crate::format::proto::NullableEncoding;
 use crate::io::PageIo;
 
@@ -68,6 +72,14 @@ impl PageDecoder for NullableDecoder {
             // does not fit: checked again with the validity.
             Err(_) => self.decode(rows_to_skip, num_rows)?.narrowed_to_64(),
         }
+    }
+
+    fn test_range(&self, rows_to_skip: u64, num_rows: u64, test: &RangeTest) -> Result<Option<BooleanArray>> {
+        // Null slots hold anything: their bits are masked by the validity.
+        let Some(tested) = self.values.test_range(rows_to_skip, num_rows, test)? else { return Ok(None) };
+        let validity = self.validity.decode_bits(rows_to_skip, num_rows)?;
+        ensure!(validity.len() == tested.len(), corrupt, "validity and values hold different row counts");
+        Ok(Some(BooleanArray::new(tested.values().clone(), Some(NullBuffer::new(validity)))))
     }
 }
 

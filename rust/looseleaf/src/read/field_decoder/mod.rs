@@ -27,7 +27,8 @@ pub use primitive::PrimitiveFieldDecoder;
 pub use r#struct::StructFieldDecoder;
 
 use super::pages::{FieldPages, ReadContext};
-use crate::error::Result;
+use crate::error::{Error, Result};
+use crate::filter::range_test::RangeTest;
 
 /// The CPU part of decoding one field of one batch.
 pub type DecodeTask = Box<dyn FnOnce() -> Result<ArrayRef> + Send>;
@@ -60,5 +61,24 @@ pub fn field_decoder(pages: FieldPages, context: &ReadContext) -> Box<dyn FieldD
             let items = field_decoder(*items, context);
             Box::new(FixedSizeListFieldDecoder::new(field, validity.map(queue), items, dimension, context))
         }
+    }
+}
+
+/// The decoder of a flat field whose pages arrive as `pages`, returning `test`'s result on its
+/// values rather than the values (see [`PrimitiveFieldDecoder::with_range_test`]).
+///
+/// # Errors
+/// [`Error::Internal`] for a nested field.
+pub fn tested_field_decoder(
+    pages: FieldPages,
+    test: RangeTest,
+    context: &ReadContext,
+) -> Result<Box<dyn FieldDecoder>> {
+    match pages {
+        FieldPages::Values { data_type, pages } => Ok(Box::new(
+            PrimitiveFieldDecoder::new(data_type, PageQueue::new(pages, context.clone()), context)
+                .with_range_test(test),
+        )),
+        _ => Err(Error::internal("a range test of a nested field")),
     }
 }

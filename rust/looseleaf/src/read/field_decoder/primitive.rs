@@ -1,5 +1,8 @@
 //! The decoder of flat fields.
 
+use std::sync::Arc;
+
+use arrow_array::{Array, ArrayRef, BooleanArray};
 use arrow_schema::DataType;
 use futures::future::BoxFuture;
 
@@ -9,19 +12,29 @@ use crate::encodings::logical::block_to_array;
 use crate::encodings::logical::dictionary::concat_dictionaries;
 use crate::encodings::{DataBlock, limits};
 use crate::error::{Error, Result};
+use crate::filter::range_test::RangeTest;
 use crate::read::pages::ReadContext;
 
 /// Decodes a flat field from the pages of its one column.
 pub struct PrimitiveFieldDecoder {
     data_type: DataType,
     pages: PageQueue,
-    location: std::sync::Arc<str>,
+    location: Arc<str>,
+    test: Option<RangeTest>,
 }
 
 impl PrimitiveFieldDecoder {
     /// A decoder of `data_type` values from `pages`.
     pub fn new(data_type: DataType, pages: PageQueue, context: &ReadContext) -> Self {
-        Self { data_type, pages, location: context.location.clone() }
+        Self { data_type, pages, location: context.location.clone(), test: None }
+    }
+
+    /// The decoder returning, instead of the values, `test`'s result on them: a boolean array,
+    /// null where the value is null. Run on the stored pages where their encodings can
+    /// ([`PageDecoder::test_range`](crate::encodings::PageDecoder::test_range)), on the decoded
+    /// values otherwise. For a filtered read's filter columns that nothing else reads.
+    pub fn with_range_test(self, test: RangeTest) -> Self {
+        Self { test: Some(test), ..self }
     }
 }
 
@@ -31,8 +44,12 @@ impl FieldDecoder for PrimitiveFieldDecoder {
             let pieces = self.pages.next_rows(num_rows).await?;
             let data_type = self.data_type.clone();
             let location = self.location.clone();
+            let test = self.test;
             let task: DecodeTask = Box::new(move || {
                 let decode = || {
+                    if let Some(test) = test {
+                        return test_pieces(&pieces, &data_type, &test);
+                    }
                     if let (DataType::Dictionary(..), true) = (&data_type, pieces.len() > 1) {
                         // Pieces of pages with their own dictionaries: an array each, merged by
                         // Arrow (which combines the dictionaries) rather than re-encoded here.
@@ -63,6 +80,24 @@ impl FieldDecoder for PrimitiveFieldDecoder {
             Ok(task)
         })
     }
+}
+
+/// `test` on the rows of `pieces`, one page at a time: on the stored form where the page's
+/// encoding can, on its decoded values otherwise.
+fn test_pieces(pieces: &[PagePiece], data_type: &DataType, test: &RangeTest) -> Result<ArrayRef> {
+    let narrow = matches!(data_type, DataType::Decimal64(..));
+    let tested = pieces
+        .iter()
+        .map(|p| match p.page.test_range(p.skip, p.len, test)? {
+            Some(bits) => Ok(bits),
+            None => test.on_array(&block_to_array(if narrow { p.decode_64()? } else { p.decode()? }, data_type)?),
+        })
+        .collect::<Result<Vec<BooleanArray>>>()?;
+    Ok(match tested.as_slice() {
+        [] => arrow_array::new_empty_array(&DataType::Boolean),
+        [one] => Arc::new(one.clone()),
+        many => arrow_select::concat::concat(&many.iter().map(|a| a as &dyn Array).collect::<Vec<_>>())?,
+    })
 }
 
 /// The rows of `pieces` (of several pages) decoded straight into one buffer, if every piece's
