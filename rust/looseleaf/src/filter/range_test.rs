@@ -332,7 +332,7 @@ pub(crate) fn column_ranges(parts: &[BoundPredicate]) -> (Vec<ColumnRange<'_>>, 
 mod tests {
     use std::sync::Arc;
 
-    use arrow_array::{Date32Array, Int64Array, UInt8Array};
+    use arrow_array::{Date32Array, Float64Array, Int64Array, UInt8Array};
 
     use super::*;
 
@@ -398,6 +398,59 @@ mod tests {
                 );
             }
         }
+    }
+
+    /// Columns read by one range test alone are pushed, others stay comparisons; the rewritten
+    /// predicate gives what the original does when each pushed column is its test's result.
+    #[test]
+    fn only_columns_one_range_test_reads_are_pushed() {
+        use arrow_array::{Int32Array, Scalar};
+        use arrow_schema::{Field, Schema};
+
+        use crate::filter::Predicate;
+        use crate::filter::evaluate::{FilterColumns, evaluate};
+
+        let schema = Schema::new(vec![
+            Field::new("a", DataType::Int32, true),
+            Field::new("b", DataType::Int32, true),
+            Field::new("c", DataType::Int32, true),
+            Field::new("f", DataType::Float64, true),
+        ]);
+        let int = |v: i32| Scalar::new(Arc::new(Int32Array::from(vec![v])) as ArrayRef);
+        let cmp = |c: &str, op, v| Predicate::compare(c, op, int(v));
+        // a: one range of two terms; b: in two places; c: `!=` (bound as `NOT c = 3`); f: a float.
+        let p = cmp("a", CompareOp::GtEq, 2)
+            .and(cmp("a", CompareOp::Lt, 5))
+            .and(cmp("b", CompareOp::Gt, 1).or(cmp("b", CompareOp::Lt, -1)))
+            .and(cmp("c", CompareOp::NotEq, 3))
+            .and(Predicate::compare("f", CompareOp::Gt, Scalar::new(Arc::new(Float64Array::from(vec![0.5])))));
+        let bound = BoundPredicate::bind(&p, schema.fields()).unwrap();
+        let (rewritten, tests) = push_range_tests(&bound, |_| true);
+        let mut pushed: Vec<usize> = tests.keys().copied().collect();
+        pushed.sort_unstable();
+        assert_eq!(pushed, vec![0, 2]);
+        assert_eq!(tests[&0], RangeTest { low: 2, high: 4, signed: true });
+        assert_eq!(tests[&2], RangeTest { low: 3, high: 3, signed: true });
+        let (_, some) = push_range_tests(&bound, |column| column.field != 0);
+        assert_eq!(some.keys().collect::<Vec<_>>(), vec![&2]);
+        // The same rows either way, nulls included.
+        let values = |v: Vec<Option<i32>>| Arc::new(Int32Array::from(v)) as ArrayRef;
+        let a = values(vec![Some(1), Some(2), Some(4), Some(5), None, Some(3), Some(3)]);
+        let b = values(vec![Some(2), Some(2), Some(-2), Some(2), Some(2), Some(0), None]);
+        let c = values(vec![Some(4), Some(4), Some(4), Some(4), Some(4), Some(4), Some(3)]);
+        let f: ArrayRef = Arc::new(Float64Array::from(vec![1.0; 7]));
+        let tested_a: ArrayRef = Arc::new(tests[&0].on_array(&a).unwrap());
+        let tested_c: ArrayRef = Arc::new(tests[&2].on_array(&c).unwrap());
+        let original: FilterColumns = [(0, &a), (1, &b), (2, &c), (3, &f)].into_iter().collect();
+        let pushed: FilterColumns = [(0, &tested_a), (1, &b), (2, &tested_c), (3, &f)].into_iter().collect();
+        let want = evaluate(&bound, &original, 7).unwrap();
+        assert_eq!(want.iter().collect::<Vec<_>>(), vec![false, true, true, false, false, false, false]);
+        assert_eq!(evaluate(&rewritten, &pushed, 7).unwrap(), want);
+        // A comparison alone is a range test too.
+        let alone = BoundPredicate::bind(&cmp("b", CompareOp::Eq, 2), schema.fields()).unwrap();
+        let (rewritten, tests) = push_range_tests(&alone, |_| true);
+        assert!(matches!(rewritten, BoundPredicate::Column(_)));
+        assert_eq!(tests[&1], RangeTest { low: 2, high: 2, signed: true });
     }
 
     /// Terms folded into a range, constants at and past the type's limits, against each term

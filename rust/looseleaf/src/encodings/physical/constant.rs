@@ -7,10 +7,14 @@
 
 use std::ops::Range;
 
+use arrow_array::BooleanArray;
 use arrow_buffer::{BooleanBuffer, Buffer};
+
+use super::integers::read_int;
 
 use crate::encodings::{DataBlock, FixedWidthBlock, PageDecoder, PageLoad, PageScheduler, VariableWidthBlock, limits};
 use crate::error::{Result, ensure};
+use crate::filter::range_test::RangeTest;
 use crate::format::proto::ConstantEncoding;
 use crate::io::PageIo;
 
@@ -60,6 +64,18 @@ impl PageDecoder for ConstantDecoder {
     fn decode(&self, rows_to_skip: u64, num_rows: u64) -> Result<DataBlock> {
         ensure!(rows_to_skip + num_rows <= self.num_values, internal, "rows past the end of a constant page");
         constant_block(&self.encoding, num_rows)
+    }
+
+    fn test_range(&self, rows_to_skip: u64, num_rows: u64, test: &RangeTest) -> Result<Option<BooleanArray>> {
+        ensure!(rows_to_skip + num_rows <= self.num_values, internal, "rows past the end of a constant page");
+        let value = &self.encoding.value;
+        if !matches!(self.encoding.bits_per_value, 8 | 16 | 32 | 64 | 128) {
+            return Ok(None);
+        }
+        let passes = (test.low..=test.high).contains(&read_int(value, test.signed));
+        let n = num_rows as usize;
+        let bits = if passes { BooleanBuffer::new_set(n) } else { BooleanBuffer::new_unset(n) };
+        Ok(Some(BooleanArray::new(bits, None)))
     }
 }
 

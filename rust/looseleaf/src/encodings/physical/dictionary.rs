@@ -15,9 +15,14 @@
 use std::ops::Range;
 use std::sync::{Arc, OnceLock};
 
+use arrow_array::BooleanArray;
+use arrow_buffer::BooleanBufferBuilder;
+
 use super::PageContext;
+use super::integers::{read_int, values_in_range};
 use crate::encodings::{DataBlock, PageDecoder, PageLoad, PageScheduler, limits};
 use crate::error::{Error, Result, bail, ensure};
+use crate::filter::range_test::RangeTest;
 use crate::format::proto::DictionaryEncoding;
 use crate::io::PageIo;
 
@@ -119,5 +124,24 @@ impl PageDecoder for DictionaryDecoder {
             _ => return Err(Error::corrupt("dictionary indices do not decode to integers of their width")),
         }
         Ok(DataBlock::Dictionary { indices: Box::new(indices), dictionary: self.dictionary()? })
+    }
+
+    fn test_range(&self, rows_to_skip: u64, num_rows: u64, test: &RangeTest) -> Result<Option<BooleanArray>> {
+        // Each dictionary value tested once, then looked up by the rows' indices.
+        let Some(passes) = values_in_range(&*self.dictionary()?, test) else { return Ok(None) };
+        let indices = match self.indices.decode(rows_to_skip, num_rows)? {
+            DataBlock::FixedWidth(block) if block.bits_per_value == self.index_bytes as u64 * 8 => block,
+            _ => return Err(Error::corrupt("dictionary indices do not decode to integers of their width")),
+        };
+        let width = self.index_bytes as usize;
+        let indices = indices.data.as_slice().chunks_exact(width).map(|i| read_int(i, false) as usize);
+        let mut bits = BooleanBufferBuilder::new(num_rows as usize);
+        for index in indices {
+            match passes.get(index) {
+                Some(pass) => bits.append(*pass),
+                None => bail!(corrupt, "a dictionary index {index} past its {} values", passes.len()),
+            }
+        }
+        Ok(Some(BooleanArray::new(bits.finish(), None)))
     }
 }

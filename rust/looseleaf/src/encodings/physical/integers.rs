@@ -11,8 +11,9 @@ use std::ops::Range;
 use arrow_buffer::{ArrowNativeType, BooleanBufferBuilder, Buffer, MutableBuffer, ToByteSlice};
 use fastlanes::{BitPacking, FoR};
 
+use crate::encodings::DataBlock;
 use crate::error::{Result, bail, ensure};
-use crate::filter::range_test::within_words;
+use crate::filter::range_test::{RangeTest, within_words};
 
 /// Values per FastLanes block.
 pub const BLOCK: usize = 1024;
@@ -341,6 +342,21 @@ pub fn unpack_widened(
         }
     }
     Ok(())
+}
+
+/// Whether each value of `block` passes `test`, reading the values as integers of their width,
+/// signed as `test` says; `None` unless `block` holds integers of 1 to 16 bytes (no nulls).
+///
+/// How encodings that store each distinct value once (dictionaries, runs, constants) test a
+/// page: each stored value once, then the result mapped to the rows.
+pub fn values_in_range(block: &DataBlock, test: &RangeTest) -> Option<Vec<bool>> {
+    let DataBlock::FixedWidth(block) = block else { return None };
+    let width = block.bits_per_value as usize / 8;
+    if !matches!(width, 1 | 2 | 4 | 8 | 16) {
+        return None;
+    }
+    let values = block.data.as_slice().chunks_exact(width);
+    Some(values.map(|v| (test.low..=test.high).contains(&read_int(v, test.signed))).collect())
 }
 
 /// Appends to `out` whether each of rows `rows` (counted from the first value of `packed`) is

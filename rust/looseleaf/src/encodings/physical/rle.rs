@@ -11,9 +11,14 @@
 use std::ops::Range;
 use std::sync::{Arc, OnceLock};
 
+use arrow_array::BooleanArray;
+use arrow_buffer::BooleanBufferBuilder;
+
 use super::PageContext;
+use super::integers::values_in_range;
 use crate::encodings::{DataBlock, PageDecoder, PageLoad, PageScheduler, SelectedRows, limits};
 use crate::error::{Result, bail, ensure};
+use crate::filter::range_test::RangeTest;
 use crate::format::proto::RleEncoding;
 use crate::io::PageIo;
 
@@ -96,19 +101,47 @@ struct RleDecoder {
     decoded: OnceLock<Arc<DataBlock>>,
 }
 
-impl PageDecoder for RleDecoder {
-    fn num_rows(&self) -> u64 {
-        self.rows.num_rows()
-    }
-
-    fn decode(&self, rows_to_skip: u64, num_rows: u64) -> Result<DataBlock> {
-        let values = match self.decoded.get() {
+impl RleDecoder {
+    /// The runs' values, decoded once for all the batches the page serves.
+    fn run_values(&self) -> Result<Arc<DataBlock>> {
+        Ok(match self.decoded.get() {
             Some(values) => values.clone(),
             None => {
                 let block = Arc::new(self.values.decode(0, self.num_runs)?);
                 self.decoded.get_or_init(|| block).clone()
             }
-        };
+        })
+    }
+}
+
+impl PageDecoder for RleDecoder {
+    fn num_rows(&self) -> u64 {
+        self.rows.num_rows()
+    }
+
+    fn test_range(&self, rows_to_skip: u64, num_rows: u64, test: &RangeTest) -> Result<Option<BooleanArray>> {
+        // Each run's value tested once, then its rows appended in one go.
+        let Some(passes) = values_in_range(&*self.run_values()?, test) else { return Ok(None) };
+        ensure!(passes.len() == self.ends.len(), corrupt, "run values and run ends differ in number");
+        let mut bits = BooleanBufferBuilder::new(num_rows as usize);
+        for piece in self.rows.page_rows(rows_to_skip, num_rows)? {
+            let mut run = self.ends.partition_point(|end| *end <= piece.start);
+            let mut row = piece.start;
+            while row < piece.end {
+                let (Some(end), Some(pass)) = (self.ends.get(run), passes.get(run)) else {
+                    bail!(corrupt, "rows past the page's runs")
+                };
+                let next = (*end).min(piece.end);
+                bits.append_n((next - row) as usize, *pass);
+                (row, run) = (next, run + 1);
+            }
+        }
+        ensure!(bits.len() == num_rows as usize, internal, "run-length page tested the wrong number of rows");
+        Ok(Some(BooleanArray::new(bits.finish(), None)))
+    }
+
+    fn decode(&self, rows_to_skip: u64, num_rows: u64) -> Result<DataBlock> {
+        let values = self.run_values()?;
         let mut positions = limits::try_vec(
             limits::block_bytes(num_rows, size_of::<usize>() as u64, "run-length rows")? / size_of::<usize>(),
             "run-length rows",
