@@ -264,6 +264,50 @@ fn zones_are_skipped_on_sorted_data_and_counted() {
     assert_eq!(concat(&out.schema, &out.batches), expected(&t, &p, 0..20_000, &["k", "v", "f", "s"]));
 }
 
+/// A filter column of a dictionary type that the read does not return: compared on its values
+/// (with nulls), whichever way its pages are stored.
+#[test]
+fn dictionary_typed_filter_columns_not_returned() {
+    use arrow_array::DictionaryArray;
+    use arrow_array::types::Int32Type;
+    use looseleaf::encodings::policy::{EncodingKind, EncodingPolicy};
+
+    let rows = 5000;
+    let keys = Int32Array::from((0..rows).map(|i| (i % 7 != 3).then_some(i % 5)).collect::<Vec<_>>());
+    let values = Int64Array::from(vec![10, 20, 30, 40, 50]);
+    let dictionary = DictionaryArray::<Int32Type>::try_new(keys, Arc::new(values)).unwrap();
+    let v = Int64Array::from((0..rows as i64).collect::<Vec<_>>());
+    let schema = Arc::new(Schema::new(vec![
+        Field::new("d", dictionary.data_type().clone(), true),
+        Field::new("v", DataType::Int64, false),
+    ]));
+    let t = RecordBatch::try_new(schema.clone(), vec![Arc::new(dictionary.clone()), Arc::new(v)]).unwrap();
+    let int = |v: i64| -> ArrayRef { Arc::new(Int64Array::from(vec![v])) };
+    let cmp = |op, c| Predicate::Compare { column: vec!["d".into()], op, value: int(c) };
+    let predicate = cmp(CompareOp::GtEq, 20).and(cmp(CompareOp::Lt, 45));
+    // Keys 1..=3 are the values 20, 30 and 40.
+    let want: Vec<i64> = (0..rows as usize)
+        .filter(|&i| dictionary.keys().is_valid(i) && (1..=3).contains(&dictionary.keys().value(i)))
+        .map(|i| i as i64)
+        .collect();
+    let dir = tempfile::tempdir().unwrap();
+    for (name, policy) in [
+        ("chosen", EncodingPolicy::default()),
+        ("plain", EncodingPolicy::plain_only()),
+        ("dictionary", EncodingPolicy { force: Some(EncodingKind::Dictionary), ..EncodingPolicy::default() }),
+    ] {
+        let path = dir.path().join(format!("{name}.leaf"));
+        let options = WriterOptions::default().with_page_size(4096).with_encoding_policy("d", policy);
+        runtime().block_on(write_file_with(&path, &schema, std::slice::from_ref(&t), options));
+        let file = runtime().block_on(FileReader::open_path(&path)).unwrap();
+        let read = file.read().with_columns(vec!["v".into()]).with_filter(predicate.clone());
+        let out = runtime().block_on(read_to_end(read)).unwrap();
+        let got = concat(&out.schema, &out.batches);
+        let got: Vec<i64> = got.column(0).as_any().downcast_ref::<Int64Array>().unwrap().values().to_vec();
+        assert_eq!(got, want, "{name}");
+    }
+}
+
 #[test]
 fn bad_filters_are_clear_errors() {
     let mut rng = StdRng::seed_from_u64(1);

@@ -77,8 +77,8 @@ pub trait PageDecoder: Send + Sync {
     /// the rows and test the values.
     ///
     /// The test reads the values as integers of the width the page stores them in, signed as
-    /// `test` says; an encoding that cannot tell that those are the values [`decode`](Self::decode)
-    /// returns returns `None`.
+    /// `test` says. An encoding that cannot be sure those integers are the values
+    /// [`decode`](Self::decode) gives answers `None`.
     ///
     /// # Errors
     /// As [`decode`](Self::decode).

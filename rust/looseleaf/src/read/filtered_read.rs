@@ -188,9 +188,14 @@ async fn setup(builder: &ReadBuilder) -> Result<Setup> {
         None => file.schema().fields().iter().map(|f| f.name().clone()).collect(),
     };
     let dictionary_columns = builder.resolved_options().dictionary_columns.unwrap_or_default();
+    // Only columns read as their plain values: a dictionary-typed column's decoder returns keys
+    // and values, which a range test does not read.
     let (tested_predicate, tests) = push_range_tests(&predicate, |column| {
-        let name = file.schema().field(column.field).name();
-        column.is_top_level() && !output_names.contains(name) && !dictionary_columns.contains(name)
+        let field = file.schema().field(column.field);
+        column.is_top_level()
+            && !output_names.contains(field.name())
+            && !dictionary_columns.contains(field.name())
+            && !matches!(field.data_type(), DataType::Dictionary(..))
     });
     let range_tests =
         tests.into_iter().map(|(field, test)| (file.schema().field(field).name().clone(), test)).collect();
