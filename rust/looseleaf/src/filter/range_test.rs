@@ -22,6 +22,37 @@ use super::bind::{BoundColumn, BoundPredicate};
 use super::predicate::CompareOp;
 use crate::error::{Error, Result};
 
+/// `$body` with `$t` the arrow-rs primitive type of `$data_type` if it is one a range test
+/// covers (see [`integer_like`]), `$otherwise` (with `$other` the type) if not.
+macro_rules! integer_type {
+    ($data_type:expr, $t:ident => $body:expr, $other:pat => $otherwise:expr) => {{
+        use arrow_array::types::*;
+        match $data_type {
+            DataType::Int8 => integer_type!(@ $t = Int8Type, $body),
+            DataType::Int16 => integer_type!(@ $t = Int16Type, $body),
+            DataType::Int32 => integer_type!(@ $t = Int32Type, $body),
+            DataType::Int64 => integer_type!(@ $t = Int64Type, $body),
+            DataType::UInt8 => integer_type!(@ $t = UInt8Type, $body),
+            DataType::UInt16 => integer_type!(@ $t = UInt16Type, $body),
+            DataType::UInt32 => integer_type!(@ $t = UInt32Type, $body),
+            DataType::UInt64 => integer_type!(@ $t = UInt64Type, $body),
+            DataType::Date32 => integer_type!(@ $t = Date32Type, $body),
+            DataType::Date64 => integer_type!(@ $t = Date64Type, $body),
+            DataType::Decimal64(..) => integer_type!(@ $t = Decimal64Type, $body),
+            DataType::Decimal128(..) => integer_type!(@ $t = Decimal128Type, $body),
+            DataType::Timestamp(TimeUnit::Second, _) => integer_type!(@ $t = TimestampSecondType, $body),
+            DataType::Timestamp(TimeUnit::Millisecond, _) => integer_type!(@ $t = TimestampMillisecondType, $body),
+            DataType::Timestamp(TimeUnit::Microsecond, _) => integer_type!(@ $t = TimestampMicrosecondType, $body),
+            DataType::Timestamp(TimeUnit::Nanosecond, _) => integer_type!(@ $t = TimestampNanosecondType, $body),
+            $other => $otherwise,
+        }
+    }};
+    (@ $t:ident = $type:ty, $body:expr) => {{
+        type $t = $type;
+        $body
+    }};
+}
+
 /// `low <= value <= high` on a column's values taken as integers: the unscaled integers of
 /// decimals, days of `Date32`, the units of timestamps. Empty when `low > high`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -86,33 +117,9 @@ impl RangeTest {
     /// # Errors
     /// [`Error::Internal`] for an array of another type.
     pub fn on_array(&self, array: &ArrayRef) -> Result<BooleanArray> {
-        use arrow_array::types::*;
-        macro_rules! native {
-            ($($pattern:pat => $type:ty),* $(,)?) => {
-                match array.data_type() {
-                    $($pattern => self.on_values::<$type>(array),)*
-                    other => None.ok_or_else(|| Error::internal(format!("a range test of a {other} column"))),
-                }
-            };
-        }
-        native! {
-            DataType::Int8 => Int8Type,
-            DataType::Int16 => Int16Type,
-            DataType::Int32 => Int32Type,
-            DataType::Int64 => Int64Type,
-            DataType::UInt8 => UInt8Type,
-            DataType::UInt16 => UInt16Type,
-            DataType::UInt32 => UInt32Type,
-            DataType::UInt64 => UInt64Type,
-            DataType::Date32 => Date32Type,
-            DataType::Date64 => Date64Type,
-            DataType::Decimal64(..) => Decimal64Type,
-            DataType::Decimal128(..) => Decimal128Type,
-            DataType::Timestamp(TimeUnit::Second, _) => TimestampSecondType,
-            DataType::Timestamp(TimeUnit::Millisecond, _) => TimestampMillisecondType,
-            DataType::Timestamp(TimeUnit::Microsecond, _) => TimestampMicrosecondType,
-            DataType::Timestamp(TimeUnit::Nanosecond, _) => TimestampNanosecondType,
-        }
+        integer_type!(array.data_type(), T => self.on_values::<T>(array), other => {
+            Err(Error::internal(format!("a range test of a {other} column")))
+        })
     }
 
     fn on_values<T: ArrowPrimitiveType>(&self, array: &ArrayRef) -> Result<BooleanArray>
@@ -156,37 +163,12 @@ fn integer_like(data_type: &DataType) -> Option<bool> {
 }
 
 /// The one non-null value of an integer-like constant, as an integer.
+#[allow(clippy::useless_conversion, reason = "the `Decimal128` arm converts `i128` to itself")]
 fn integer_constant(constant: &ArrayRef) -> Option<i128> {
-    use arrow_array::types::*;
     if constant.len() != 1 || constant.is_null(0) {
         return None;
     }
-    macro_rules! native {
-        ($($pattern:pat => $type:ty),* $(,)?) => {
-            match constant.data_type() {
-                $($pattern => Some(constant.as_primitive_opt::<$type>()?.value(0).into()),)*
-                _ => None,
-            }
-        };
-    }
-    native! {
-        DataType::Int8 => Int8Type,
-        DataType::Int16 => Int16Type,
-        DataType::Int32 => Int32Type,
-        DataType::Int64 => Int64Type,
-        DataType::UInt8 => UInt8Type,
-        DataType::UInt16 => UInt16Type,
-        DataType::UInt32 => UInt32Type,
-        DataType::UInt64 => UInt64Type,
-        DataType::Date32 => Date32Type,
-        DataType::Date64 => Date64Type,
-        DataType::Decimal64(..) => Decimal64Type,
-        DataType::Decimal128(..) => Decimal128Type,
-        DataType::Timestamp(TimeUnit::Second, _) => TimestampSecondType,
-        DataType::Timestamp(TimeUnit::Millisecond, _) => TimestampMillisecondType,
-        DataType::Timestamp(TimeUnit::Microsecond, _) => TimestampMicrosecondType,
-        DataType::Timestamp(TimeUnit::Nanosecond, _) => TimestampNanosecondType,
-    }
+    integer_type!(constant.data_type(), T => Some(constant.as_primitive_opt::<T>()?.value(0).into()), _ => None)
 }
 
 /// The values in `low..=high`, as bits.
