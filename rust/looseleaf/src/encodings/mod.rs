@@ -10,7 +10,8 @@
 //!   through a [`PageIo`]; it never waits for I/O;
 //! - the future it returns resolves, once the bytes are there, to a [`PageDecoder`] that turns
 //!   any run of the scheduled rows into a [`DataBlock`] (the decode stream calls it once per
-//!   output batch, so a page is decoded in pieces of the batch size).
+//!   output batch, so a page is decoded in pieces of the batch size). A decoder may also answer
+//!   a [`RangeTest`] on its rows without decoding them ([`PageDecoder::test_range`]).
 
 pub mod compression;
 pub mod data_block;
@@ -18,6 +19,7 @@ pub mod limits;
 pub mod logical;
 pub mod physical;
 pub mod policy;
+pub mod range_test;
 pub mod statistics;
 pub mod strategy;
 
@@ -30,8 +32,8 @@ use futures::future::BoxFuture;
 pub use data_block::{DataBlock, FixedWidthBlock, VariableWidthBlock};
 
 use crate::error::Result;
-use crate::filter::range_test::RangeTest;
 use crate::io::PageIo;
+use range_test::RangeTest;
 
 /// The future of a scheduled page: a decoder once its bytes are loaded.
 pub type PageLoad = BoxFuture<'static, Result<Box<dyn PageDecoder>>>;

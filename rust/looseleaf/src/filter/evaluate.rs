@@ -19,7 +19,7 @@ use arrow_schema::DataType;
 
 use super::bind::{BoundColumn, BoundPredicate};
 use super::predicate::{CompareOp, NullMatching};
-use super::range_test::{RangeTest, column_ranges};
+use super::range_test::{column_ranges, range_of};
 use crate::error::{Error, Result};
 
 /// A predicate's value per row: `true_rows` where true, `false_rows` where false, neither where
@@ -76,7 +76,7 @@ fn truth(predicate: &BoundPredicate, columns: &FilterColumns<'_>, len: usize) ->
     Ok(match predicate {
         BoundPredicate::Compare { column, op, value } => {
             let array = column_array(column, columns)?;
-            match RangeTest::of(array.data_type(), &[(*op, value)]) {
+            match range_of(array.data_type(), &[(*op, value)]) {
                 Some(test) => Truth::of(&test.on_array(&array)?),
                 None => compare(&array, *op, &as_column_type(&array, value)?)?,
             }
@@ -145,7 +145,7 @@ fn truth(predicate: &BoundPredicate, columns: &FilterColumns<'_>, len: usize) ->
             let (ranges, others) = column_ranges(parts);
             for (column, terms) in ranges {
                 let array = column_array(column, columns)?;
-                match RangeTest::of(array.data_type(), &terms) {
+                match range_of(array.data_type(), &terms) {
                     Some(test) => and(Truth::of(&test.on_array(&array)?)),
                     None => {
                         for (op, value) in terms {

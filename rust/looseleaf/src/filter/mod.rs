@@ -4,7 +4,7 @@
 //! - [`bind`]: [`BoundPredicate`], checked against a schema, constants in the columns' types.
 //! - [`prune`]: stage one of a filtered read, zones of rows ruled out by their statistics.
 //! - [`evaluate`]: stage two, the exact value of the predicate on decoded columns.
-//! - [`range_test`]: comparisons of an integer-like column folded into one test of a range,
+//! - [`range_test`]: comparisons of an integer-like column folded into one test of a range
 //!   run on decoded arrays or, pushed into the decoders, on stored pages.
 //! - [`partitions`]: a filter folded with one file's partition values (a dataset's files
 //!   ruled out before they are opened), with the same evaluator.

@@ -23,9 +23,9 @@ use super::integers::{
     BLOCK, block_bytes, blocks_for, read_int, shared_block_spans, test_packed, unpack_alone, unpack_blocks,
     unpack_selected, unpack_widened, write_int,
 };
+use crate::encodings::range_test::RangeTest;
 use crate::encodings::{DataBlock, FixedWidthBlock, PageDecoder, PageLoad, PageScheduler, SelectedRows, limits};
 use crate::error::{Error, Result, bail, ensure};
-use crate::filter::range_test::RangeTest;
 use crate::format::proto::{BitpackedEncoding, BufferLocation};
 use crate::io::PageIo;
 

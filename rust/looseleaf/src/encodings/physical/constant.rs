@@ -12,9 +12,9 @@ use arrow_buffer::{BooleanBuffer, Buffer};
 
 use super::integers::read_int;
 
+use crate::encodings::range_test::RangeTest;
 use crate::encodings::{DataBlock, FixedWidthBlock, PageDecoder, PageLoad, PageScheduler, VariableWidthBlock, limits};
 use crate::error::{Result, ensure};
-use crate::filter::range_test::RangeTest;
 use crate::format::proto::ConstantEncoding;
 use crate::io::PageIo;
 

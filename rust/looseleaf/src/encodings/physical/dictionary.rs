@@ -20,9 +20,9 @@ use arrow_buffer::BooleanBufferBuilder;
 
 use super::PageContext;
 use super::integers::{read_int, values_in_range};
+use crate::encodings::range_test::RangeTest;
 use crate::encodings::{DataBlock, PageDecoder, PageLoad, PageScheduler, limits};
 use crate::error::{Error, Result, bail, ensure};
-use crate::filter::range_test::RangeTest;
 use crate::format::proto::DictionaryEncoding;
 use crate::io::PageIo;
 

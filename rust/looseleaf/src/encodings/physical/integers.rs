@@ -12,8 +12,8 @@ use arrow_buffer::{ArrowNativeType, BooleanBufferBuilder, Buffer, MutableBuffer,
 use fastlanes::{BitPacking, FoR};
 
 use crate::encodings::DataBlock;
+use crate::encodings::range_test::{RangeTest, within_words};
 use crate::error::{Result, bail, ensure};
-use crate::filter::range_test::{RangeTest, within_words};
 
 /// Values per FastLanes block.
 pub const BLOCK: usize = 1024;

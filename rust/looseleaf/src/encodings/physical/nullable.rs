@@ -9,9 +9,9 @@ use arrow_buffer::NullBuffer;
 
 use super::PageContext;
 use super::bitmap::{BitmapDecoder, BitmapScheduler};
+use crate::encodings::range_test::RangeTest;
 use crate::encodings::{DataBlock, PageDecoder, PageLoad, PageScheduler};
 use crate::error::{Result, bail, ensure};
-use crate::filter::range_test::RangeTest;
 use crate::format::proto::NullableEncoding;
 use crate::io::PageIo;
 

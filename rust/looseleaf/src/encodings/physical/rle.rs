@@ -16,9 +16,9 @@ use arrow_buffer::BooleanBufferBuilder;
 
 use super::PageContext;
 use super::integers::values_in_range;
+use crate::encodings::range_test::RangeTest;
 use crate::encodings::{DataBlock, PageDecoder, PageLoad, PageScheduler, SelectedRows, limits};
 use crate::error::{Result, bail, ensure};
-use crate::filter::range_test::RangeTest;
 use crate::format::proto::RleEncoding;
 use crate::io::PageIo;
 
