@@ -66,6 +66,7 @@
 
 #![warn(missing_docs)]
 
+pub mod aggregate;
 pub mod dataset;
 pub mod encodings;
 mod error;

@@ -27,6 +27,8 @@ const LAYERS: &[&[&str]] = &[
     &["filter"],
     // Whole files: the reader's three loops, and the writer.
     &["read", "writer"],
+    // Aggregates over a read's batches.
+    &["aggregate"],
     // Many files.
     &["dataset"],
 ];
