@@ -656,3 +656,172 @@ def test_partition_filters_prune_files_at_planning(jvm, tmp_path):
     # Partition columns only: no column of the files is read, only their row counts.
     assert _read(jvm, out).select("k1").filter("k1 is null").count() == 20
     assert _read(jvm, out).filter("k2 is null or k1 = 1").count() == df.filter("k2 is null or k1 = 1").count()
+
+
+# --- filters evaluated and aggregates computed by the core ---------------------------------------
+
+
+def _lineitem_like(rows: int, seed: int) -> pa.Table:
+    """TPC-H lineitem's kinds of columns, with nulls everywhere: grouping strings, decimals
+    (``small`` near its precision, so that partial sums leave it), dates, integers, floats."""
+    import random
+
+    rng = random.Random(seed)
+
+    def maybe(make, p=0.08):
+        return None if rng.random() < p else make()
+
+    def column(make, data_type=None, p=0.08):
+        return pa.array([maybe(make, p) for _ in range(rows)], data_type)
+
+    def cents(low, high, scale=100):
+        return lambda: Decimal(rng.randint(low, high)) / scale
+
+    money = pa.decimal128(15, 2)
+    return pa.table(
+        {
+            "flag": column(lambda: rng.choice("ANR")),
+            "status": column(lambda: rng.choice("FO"), p=0),
+            "qty": column(cents(100, 5000), money),
+            "price": column(cents(-(10**9), 10**9), money),
+            "disc": column(cents(0, 10), money),
+            "tax": column(cents(0, 8), money, p=0),
+            "small": column(cents(9000, 9999, 10), pa.decimal128(4, 1)),
+            "day": column(lambda: datetime.date(1992, 1, 1) + datetime.timedelta(days=rng.randint(0, 2500))),
+            "k": column(lambda: rng.randint(-(2**40), 2**40), pa.int64()),
+            "i": column(lambda: rng.randint(-100, 100), pa.int32()),
+            "f": column(lambda: rng.choice([float("nan"), -0.0, rng.random()])),
+            "ok": column(lambda: rng.random() < 0.5),
+        }
+    )
+
+
+@pytest.fixture(scope="module")
+def lineitem_like(jvm, tmp_path_factory):
+    """The same rows as two looseleaf files and as Parquet files read by Spark's own reader (the
+    independent truth), registered as the views ``leaf`` and ``truth``."""
+    import pyarrow.parquet as pq
+
+    directory = tmp_path_factory.mktemp("lineitem_like")
+    (directory / "leaf").mkdir()
+    (directory / "truth").mkdir()
+    for n in range(2):
+        table = _lineitem_like(6000, seed=n)
+        looseleaf.write_table(table, str(directory / "leaf" / f"part-{n}.leaf"), page_size=4096)
+        pq.write_table(table, str(directory / "truth" / f"part-{n}.parquet"))
+    # Small partitions: several ranges of each file, whose partial results Spark merges.
+    _read(jvm, directory / "leaf", maxPartitionBytes=16384).createOrReplaceTempView("leaf")
+    jvm.read.parquet(str(directory / "truth")).createOrReplaceTempView("truth")
+    return directory
+
+
+def _same_rows(got, want) -> bool:
+    """Equal rows in any order (compared by ``repr``, so that NaN equals NaN)."""
+    return sorted(map(repr, got.collect())) == sorted(map(repr, want.collect()))
+
+
+EXACT_FILTERS = [
+    "day >= date'1994-01-01' and day < date'1995-01-01'",
+    "disc between 0.05 and 0.07 and qty < 24",
+    "flag = 'R' or (status <> 'F' and k > 0)",
+    "not (i in (1, 2, 3)) and ok",
+    "i in (5, null) or flag is null",
+    "not (price < 0) or day is null",
+    "small >= 999.5",
+]
+
+
+@pytest.mark.parametrize("where", EXACT_FILTERS)
+def test_filters_the_core_evaluates_exactly_are_left_out_of_spark(jvm, lineitem_like, where):
+    query = f"select flag, status, price, day, k, i, f from {{}} where {where}"
+    got = jvm.sql(query.format("leaf"))
+    plan = got._jdf.queryExecution().executedPlan().toString()
+    assert "rows filtered by looseleaf" in plan, plan
+    assert "Filter " not in plan, plan
+    assert _same_rows(got, jvm.sql(query.format("truth")))
+
+
+def test_filters_spark_must_evaluate_stay_in_spark(jvm, lineitem_like):
+    # Floats (NaN is ordered apart in Spark) and functions are not translated: Spark filters.
+    for where in ("f < 0.5", "k > 0 and f < 0.5", "abs(i) < 3"):
+        query = f"select k, i, f from {{}} where {where}"
+        got = jvm.sql(query.format("leaf"))
+        assert "Filter " in got._jdf.queryExecution().executedPlan().toString()
+        assert _same_rows(got, jvm.sql(query.format("truth")))
+
+
+AGGREGATE_QUERIES = [
+    # TPC-H Q1's shape: grouped sums of exact arithmetic, averages, a count.
+    """select flag, status, sum(qty), sum(price), sum(price * (1 - disc)),
+       sum(price * (1 - disc) * (1 + tax)), avg(qty), avg(price), avg(disc), count(*)
+       from {} where day <= date'1998-09-02' group by flag, status""",
+    # Q6's shape.
+    """select sum(price * disc) from {} where day >= date'1994-01-01' and day < date'1995-01-01'
+       and disc between 0.05 and 0.07 and qty < 24""",
+    "select count(*) from {} where day >= date'1994-01-01' and k > 0",
+    "select count(*), count(k), sum(k), min(k), max(k), min(day), max(price), sum(i) from {} where flag='R'",
+    "select flag, sum(small), count(small), max(small) from {} group by flag",
+    "select status, flag, i, sum(k), min(price) from {} where i between -3 and 3 group by status, flag, i",
+    "select sum(price * price) from {} where status = 'F'",
+    "select sum(cast(i as bigint) * k) from {}",
+    "select count(*), sum(price) from {} where day < date'1900-01-01'",
+    "select flag, count(*) from {} where day < date'1900-01-01' group by flag",
+]
+
+
+@pytest.mark.parametrize("query", AGGREGATE_QUERIES)
+def test_aggregates_computed_by_the_core_equal_sparks(jvm, lineitem_like, query):
+    got = jvm.sql(query.format("leaf"))
+    plan = got._jdf.queryExecution().executedPlan().toString()
+    assert "partial aggregates by looseleaf" in plan, plan
+    want = jvm.sql(query.format("truth"))
+    assert got.schema == want.schema
+    assert _same_rows(got, want)
+
+
+def test_aggregates_the_core_does_not_compute_are_left_to_spark(jvm, lineitem_like):
+    for query in (
+        "select sum(f) from {}",  # floats
+        "select count(distinct k) from {}",
+        "select flag, sum(k) from {} where f > 0.5 group by flag",  # a filter Spark evaluates
+        "select sum(price / 2) from {}",  # division
+        "select max(flag) from {}",  # strings
+    ):
+        got = jvm.sql(query.format("leaf"))
+        assert "partial aggregates by looseleaf" not in got._jdf.queryExecution().executedPlan().toString()
+        assert _same_rows(got, jvm.sql(query.format("truth")))
+
+
+OVERFLOW = r"(?i)overflow|NUMERIC_VALUE_OUT_OF_RANGE|DECIMAL_PRECISION"
+
+
+def _pushed(frame) -> bool:
+    return "partial aggregates by looseleaf" in frame._jdf.queryExecution().executedPlan().toString()
+
+
+def test_aggregate_arithmetic_overflows_as_sparks_does(jvm, tmp_path):
+    import pyarrow.parquet as pq
+
+    big = Decimal(10**37) * 5
+    table = pa.table({"x": pa.array([big, Decimal(1), big], pa.decimal128(38, 0))})
+    looseleaf.write_table(table, str(tmp_path / "big.leaf"))
+    pq.write_table(table, str(tmp_path / "big.parquet"))
+    # ANSI (Spark 4's default): the product overflows decimal(38,0) in both, an error.
+    for source in (_read(jvm, tmp_path / "big.leaf"), jvm.read.parquet(str(tmp_path / "big.parquet"))):
+        with pytest.raises(Exception, match=OVERFLOW):
+            source.selectExpr("sum(x * x)").collect()
+    # A sum of values in range whose total leaves decimal(38,0): Spark's overflow, not ours.
+    got = _read(jvm, tmp_path / "big.leaf").selectExpr("sum(x)")
+    assert _pushed(got)
+    with pytest.raises(Exception, match=OVERFLOW):
+        got.collect()
+    # Without ANSI Spark does not hand arithmetic over; plain sums still are, and agree.
+    jvm.conf.set("spark.sql.ansi.enabled", "false")
+    try:
+        plain = _read(jvm, tmp_path / "big.leaf").selectExpr("sum(x)", "count(x)")
+        assert _pushed(plain)
+        truth = jvm.read.parquet(str(tmp_path / "big.parquet")).selectExpr("sum(x)", "count(x)")
+        assert plain.collect() == truth.collect()
+        assert not _pushed(_read(jvm, tmp_path / "big.leaf").selectExpr("sum(x * x)"))
+    finally:
+        jvm.conf.unset("spark.sql.ansi.enabled")

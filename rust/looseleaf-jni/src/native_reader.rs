@@ -208,15 +208,61 @@ pub extern "system" fn Java_io_looseleaf_spark_NativeReader_scan<'local>(
     end: jlong,
     options: JByteArray<'local>,
     filter: JByteArray<'local>,
+    row_filter: JByteArray<'local>,
 ) -> jlong {
     env.with_env(|env| -> Result<jlong, Failure> {
         let columns = (!columns.is_null()).then(|| lines(env, &columns)).transpose()?;
         let options = reading::read_options(&lines(env, &options)?)?;
         let filter = lines(env, &filter)?.join("\n");
-        let rows = u64::try_from(start).ok().zip(u64::try_from(end).ok()).filter(|(s, e)| s <= e);
-        let (start, end) = rows.ok_or_else(|| Failure::invalid(format!("scan: bad row range {start}..{end}")))?;
+        let row_filter = lines(env, &row_filter)?.join("\n");
+        let rows = row_range(start, end)?;
         let reader = registry().get::<Reader>(reader)?;
-        let scan = reader.scan(&mut JvmThread::new(env), columns, start..end, options, &filter)?;
+        let scan = reader.scan(&mut JvmThread::new(env), columns, rows, options, &filter, &row_filter)?;
+        Ok(registry().insert(Mutex::new(scan)))
+    })
+    .resolve::<ThrowLooseleafException>()
+}
+
+fn row_range(start: jlong, end: jlong) -> Result<std::ops::Range<u64>, Failure> {
+    let rows = u64::try_from(start).ok().zip(u64::try_from(end).ok()).filter(|(s, e)| s <= e);
+    let (start, end) = rows.ok_or_else(|| Failure::invalid(format!("scan: bad row range {start}..{end}")))?;
+    Ok(start..end)
+}
+
+/// The schema of an aggregation's partial results (an IPC schema message); throws the core's
+/// error (`LooseleafUnsupportedException` for what it does not compute).
+#[unsafe(no_mangle)]
+pub extern "system" fn Java_io_looseleaf_spark_NativeReader_aggregateSchema<'local>(
+    mut env: EnvUnowned<'local>,
+    _class: JClass<'local>,
+    reader: jlong,
+    request: JByteArray<'local>,
+) -> JByteArray<'local> {
+    env.with_env(|env| -> Result<JByteArray<'local>, Failure> {
+        let request = lines(env, &request)?.join("\n");
+        let message = registry().get::<Reader>(reader)?.aggregate_schema(&request)?;
+        Ok(env.byte_array_from_slice(&message)?)
+    })
+    .resolve::<ThrowLooseleafException>()
+}
+
+/// An aggregation of rows `start..end` (a scan handle whose one batch is the partial results).
+#[unsafe(no_mangle)]
+pub extern "system" fn Java_io_looseleaf_spark_NativeReader_aggregate<'local>(
+    mut env: EnvUnowned<'local>,
+    _class: JClass<'local>,
+    reader: jlong,
+    request: JByteArray<'local>,
+    start: jlong,
+    end: jlong,
+    options: JByteArray<'local>,
+) -> jlong {
+    env.with_env(|env| -> Result<jlong, Failure> {
+        let request = lines(env, &request)?.join("\n");
+        let options = reading::read_options(&lines(env, &options)?)?;
+        let rows = row_range(start, end)?;
+        let reader = registry().get::<Reader>(reader)?;
+        let scan = reader.aggregate(&mut JvmThread::new(env), &request, rows, options)?;
         Ok(registry().insert(Mutex::new(scan)))
     })
     .resolve::<ThrowLooseleafException>()

@@ -12,6 +12,7 @@ use arrow_array::RecordBatch;
 use arrow_ipc::writer::{DictionaryTracker, IpcDataGenerator, IpcWriteContext, IpcWriteOptions};
 use arrow_schema::SchemaRef;
 use futures::StreamExt;
+use looseleaf::aggregate::{Aggregation, BoundAggregation};
 use looseleaf::filter::{Predicate, ZoneCounts};
 use looseleaf::{
     ColumnBounds, FileReader, Location, ReadOptions, ReadStats, RecordBatchStream, RowSelection, StorageOptions,
@@ -189,7 +190,8 @@ impl Reader {
         Ok(jvm.wait(read.plan())??.total().bytes)
     }
 
-    /// Starts a read of `rows` with `options`, less the zones `filter_json` rules out.
+    /// Starts a read of `rows` with `options`, less the zones `filter_json` rules out, and only
+    /// the rows where `row_filter_json` is true (a filter the core evaluates exactly).
     pub fn scan(
         &self,
         jvm: &mut JvmThread<'_, '_>,
@@ -197,9 +199,11 @@ impl Reader {
         rows: Range<u64>,
         options: ReadOptions,
         filter_json: &str,
+        row_filter_json: &str,
     ) -> Result<Scan, Failure> {
         self.schema_message()?;
         let filter = filter(filter_json)?;
+        let row_filter = self::filter(row_filter_json)?;
         RowSelection::try_range(rows.clone(), self.reader.num_rows())?;
         let mut selection = RowSelection::range(rows.clone());
         let mut read = self.reader.read().with_options(options);
@@ -217,11 +221,14 @@ impl Reader {
             skipped =
                 Skipped { zones, rows: (rows.end - rows.start) - selection.num_rows(), requests: all - kept.min(all) };
         }
+        if let Some(row_filter) = row_filter {
+            read = read.with_filter(row_filter);
+        }
         let stream = jvm.wait(read.with_selection(selection).stream())??;
         let spark_schema = spark_form::schema(stream.schema()).map_err(|e| e.with_location(self.reader.location()))?;
         Ok(Scan {
             stats: stream.stats(),
-            stream,
+            batches: Batches::Read(stream),
             schema_message: schema_message(&spark_schema),
             spark_schema,
             location: self.reader.location().to_owned(),
@@ -234,6 +241,60 @@ impl Reader {
     }
 }
 
+impl Reader {
+    /// The aggregation `request` (the JSON form of `looseleaf::aggregate::Aggregation`) bound
+    /// to this file, and the Arrow form Spark reads of its partial results.
+    fn bind_aggregation(&self, request: &str) -> Result<(BoundAggregation, SchemaRef), Failure> {
+        let location = self.reader.location();
+        let bound = Aggregation::from_json(request)
+            .and_then(|a| a.bind(self.reader.schema()))
+            .map_err(|e| e.with_location(location))?;
+        let spark_schema = spark_form::schema(bound.schema()).map_err(|e| e.with_location(location))?;
+        Ok((bound, spark_schema))
+    }
+
+    /// The schema of an aggregation's partial results (an IPC schema message), or the core's
+    /// error if it does not compute the aggregation (the connector then leaves it to Spark).
+    pub fn aggregate_schema(&self, request: &str) -> Result<Vec<u8>, Failure> {
+        Ok(schema_message(&self.bind_aggregation(request)?.1))
+    }
+
+    /// Starts an aggregation of `rows` (the JSON form of `looseleaf::aggregate::Aggregation`):
+    /// a scan whose one batch is the partial results.
+    pub fn aggregate(
+        &self,
+        jvm: &mut JvmThread<'_, '_>,
+        request: &str,
+        rows: Range<u64>,
+        options: ReadOptions,
+    ) -> Result<Scan, Failure> {
+        let (bound, spark_schema) = self.bind_aggregation(request)?;
+        RowSelection::try_range(rows.clone(), self.reader.num_rows())?;
+        let read = bound.prepare(self.reader.read().with_options(options).with_row_range(rows));
+        let stream = jvm.wait(read.stream())??;
+        Ok(Scan {
+            stats: stream.stats(),
+            batches: Batches::Aggregate { bound, stream: Some(stream) },
+            schema_message: schema_message(&spark_schema),
+            spark_schema,
+            location: self.reader.location().to_owned(),
+            skipped: Skipped::default(),
+            generator: IpcDataGenerator::default(),
+            dictionaries: DictionaryTracker::new(false),
+            options: IpcWriteOptions::default(),
+            context: IpcWriteContext::default(),
+        })
+    }
+}
+
+/// What a scan hands out.
+enum Batches {
+    /// The batches of a read.
+    Read(RecordBatchStream),
+    /// An aggregation's partial results, one batch computed from the read when first asked.
+    Aggregate { bound: BoundAggregation, stream: Option<RecordBatchStream> },
+}
+
 /// What a scan's filter spared it, before it started.
 #[derive(Debug, Clone, Copy, Default)]
 struct Skipped {
@@ -244,7 +305,7 @@ struct Skipped {
 
 /// A running read, encoding each batch as an IPC message.
 pub struct Scan {
-    stream: RecordBatchStream,
+    batches: Batches,
     stats: ReadStats,
     /// The schema of the batches, as an IPC schema message.
     pub schema_message: Vec<u8>,
@@ -282,7 +343,14 @@ impl Scan {
 
     /// The next batch, `None` at the end.
     pub fn next(&mut self, jvm: &mut JvmThread<'_, '_>) -> Result<Option<Batch>, Failure> {
-        let Some(batch) = jvm.wait(self.stream.next())?.transpose()? else {
+        let batch = match &mut self.batches {
+            Batches::Read(stream) => jvm.wait(stream.next())?.transpose()?,
+            Batches::Aggregate { bound, stream } => match stream.take() {
+                Some(stream) => Some(jvm.wait(bound.aggregate(stream))??),
+                None => None,
+            },
+        };
+        let Some(batch) = batch else {
             return Ok(None);
         };
         let batch = spark_form::batch(&batch, &self.spark_schema).map_err(|e| e.with_location(&self.location))?;

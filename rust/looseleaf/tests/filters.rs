@@ -250,6 +250,9 @@ fn zones_are_skipped_on_sorted_data_and_counted() {
     let mut stream = runtime().block_on(read.clone().stream()).unwrap();
     let batches: Vec<RecordBatch> = runtime().block_on(futures::TryStreamExt::try_collect(&mut stream)).unwrap();
     let counts = stream.filter_stats().unwrap();
+    // The stages' decoding counts as the read's.
+    let timings = stream.timings();
+    assert!(timings.batches > 0 && timings.decoding > std::time::Duration::ZERO, "{timings:?}");
     assert_eq!(concat(stream.schema(), &batches), expected(&t, &p, 0..20_000, &["k", "v", "f", "s"]));
     assert_eq!((counts.zones_total, counts.zones_skipped), (20, 19), "{counts:?}");
     assert_eq!(counts.candidate_rows, 1000);

@@ -147,6 +147,9 @@ impl ReadBuilder<FileReader> {
         let mut context =
             ReadContext::new(file.location(), options.verify_checksums.unwrap_or(crate::format::VERIFY_CHECKSUMS));
         context.trace = self.trace.clone();
+        if let Some(metrics) = &self.metrics {
+            context.metrics = metrics.clone();
+        }
         context.page_part_bytes = page_part_bytes(&loaded, buffer, allowance);
         let top_level = Arc::new(RowPriority::TopLevel);
         let mut jobs = Vec::new();

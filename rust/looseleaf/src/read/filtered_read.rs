@@ -277,7 +277,10 @@ fn sub_read(base: &ReadBuilder, columns: &[String]) -> ReadBuilder {
 
 /// Starts a filtered read (see the module documentation).
 pub(crate) async fn filtered_stream(builder: ReadBuilder) -> Result<RecordBatchStream> {
-    let setup = setup(&builder).await?;
+    let mut setup = setup(&builder).await?;
+    // The stages' timings add up to the read's.
+    let metrics = Arc::new(ReadMetrics::default());
+    setup.base = setup.base.clone().with_metrics(metrics.clone());
     // Every stage reads at most the candidate rows.
     let io = builder.new_io_scheduler(builder.is_sparse(setup.candidates.num_rows()));
     let stats = Arc::new(FilterStats::default());
@@ -296,8 +299,7 @@ pub(crate) async fn filtered_stream(builder: ReadBuilder) -> Result<RecordBatchS
     .map(move |batch| batch.map_err(|e| e.with_location(&location)))
     .boxed();
     drop(sender);
-    // The stages' timings are their sub-reads' own: the read counts its I/O and filter counters.
-    Ok(RecordBatchStream::new(schema, batches, ReadStats::of_read(io, Arc::new(ReadMetrics::default()), Some(stats))))
+    Ok(RecordBatchStream::new(schema, batches, ReadStats::of_read(io, metrics, Some(stats))))
 }
 
 /// Stops the stages when the stream is dropped.

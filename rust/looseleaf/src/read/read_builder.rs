@@ -12,10 +12,12 @@
 use std::future::Future;
 use std::num::NonZeroUsize;
 use std::ops::Range;
+use std::sync::Arc;
 
 use arrow_array::RecordBatch;
 
 use super::file_reader::FileReader;
+use super::metrics::ReadMetrics;
 use super::record_batch_stream::RecordBatchStream;
 use crate::error::Result;
 use crate::filter::Predicate;
@@ -106,6 +108,9 @@ pub struct ReadBuilder<S = FileReader> {
     /// read's stages share one, and so its counters and buffer); a read of its own otherwise.
     /// Set only inside the crate, on file reads.
     pub(crate) io_scheduler: Option<IoScheduler>,
+    /// The timings the read adds to: a filtered read's stages share its own (so that a filtered
+    /// read reports its decoding time); a read's own otherwise. Set only inside the crate.
+    pub(crate) metrics: Option<Arc<ReadMetrics>>,
     /// Decimals of up to 18 digits are returned as `Decimal64`, never widened (a filtered
     /// read's stages compare and filter them so, and widen only the rows returned). Set only
     /// inside the crate.
@@ -128,6 +133,7 @@ impl<S> ReadBuilder<S> {
             filter: None,
             trace: None,
             io_scheduler: None,
+            metrics: None,
             decimal64: false,
             range_tests: Vec::new(),
         }
@@ -263,6 +269,11 @@ impl<S> ReadBuilder<S> {
     /// Reads through `io` instead of an I/O scheduler of its own.
     pub(crate) fn with_io_scheduler(self, io: IoScheduler) -> Self {
         Self { io_scheduler: Some(io), ..self }
+    }
+
+    /// Adds the read's timings to `metrics` (see the field `metrics`).
+    pub(crate) fn with_metrics(self, metrics: Arc<ReadMetrics>) -> Self {
+        Self { metrics: Some(metrics), ..self }
     }
 
     /// Returns decimals of up to 18 digits as `Decimal64` (see [`Self::decimal64`]).

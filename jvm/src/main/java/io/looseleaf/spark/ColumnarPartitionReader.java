@@ -31,6 +31,8 @@ import org.apache.spark.sql.vectorized.ColumnarBatch;
  * {@link #close} releases the last one. The reader's own allocator is closed last, so a leaked
  * buffer fails the task instead of growing the JVM's native memory.
  *
+ * <p>A range with an aggregation reads one batch, the partial results of its rows.
+ *
  * <p>The file's partition values (if the read has partition columns) follow its columns in every
  * batch as Spark's {@link ConstantColumnVector}s; a read of partition columns only reads no
  * column of the file, only its row count.
@@ -56,22 +58,34 @@ final class ColumnarPartitionReader implements PartitionReader<ColumnarBatch> {
     this.file = new LooseleafFile(range.file, range.storageOptions);
     this.allocator = new RootAllocator();
     this.nextRow = range.start;
-    if (range.columns != null && range.columns.isEmpty()) {
+    if (range.aggregate == null && range.columns != null && range.columns.isEmpty()) {
       return; // partition columns only: no scan of the file
     }
     try {
       this.scan =
-          NativeReader.scan(
-              file.handle(),
-              LooseleafFile.linesRequest(range.columns),
-              range.start,
-              range.end,
-              LooseleafFile.linesRequest(range.readOptions),
-              range.filter == null ? null : range.filter.getBytes(java.nio.charset.StandardCharsets.UTF_8));
+          range.aggregate != null
+              ? NativeReader.aggregate(
+                  file.handle(),
+                  utf8(range.aggregate),
+                  range.start,
+                  range.end,
+                  LooseleafFile.linesRequest(range.readOptions))
+              : NativeReader.scan(
+                  file.handle(),
+                  LooseleafFile.linesRequest(range.columns),
+                  range.start,
+                  range.end,
+                  LooseleafFile.linesRequest(range.readOptions),
+                  utf8(range.filter),
+                  utf8(range.rowFilter));
     } catch (RuntimeException e) {
       close();
       throw e;
     }
+  }
+
+  private static byte[] utf8(String text) {
+    return text == null ? null : text.getBytes(java.nio.charset.StandardCharsets.UTF_8);
   }
 
   /** The partition values as constant vectors of {@code rows} rows. */

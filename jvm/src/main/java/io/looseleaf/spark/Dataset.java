@@ -211,6 +211,24 @@ final class Dataset implements Serializable {
     return schema;
   }
 
+  /**
+   * The Spark schema of the partial results of an aggregation (the JSON form, see {@link
+   * SparkAggregates}) of these files, or null if the core does not compute it (or there are no
+   * files): Spark then aggregates as usual.
+   */
+  StructType aggregateSchema(String request) {
+    if (files.isEmpty()) {
+      return null;
+    }
+    try (LooseleafFile file = open(files.get(0))) {
+      byte[] message =
+          NativeReader.aggregateSchema(file.handle(), request.getBytes(java.nio.charset.StandardCharsets.UTF_8));
+      return ArrowUtils.fromArrowSchema(LooseleafFile.schemaOf(message));
+    } catch (LooseleafUnsupportedException | LooseleafInvalidArgumentException e) {
+      return null;
+    }
+  }
+
   boolean isPartitionColumn(String name) {
     return partitionSchema.getFieldIndex(name).isDefined();
   }

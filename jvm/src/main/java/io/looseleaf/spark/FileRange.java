@@ -9,7 +9,9 @@ import org.apache.spark.sql.types.StructType;
 /**
  * Rows {@code start..end} of one file, with the columns to read ({@code null}: all), the read
  * options ({@code name=value} lines the core checked), the filter that rules zones out (the
- * core's JSON form, {@code null}: none), and the file's partition values: those of the columns
+ * core's JSON form, {@code null}: none), the filter the core evaluates exactly on the rows
+ * ({@code rowFilter}), or instead of the rows an aggregation whose partial results the range
+ * reads ({@code aggregate}, see {@link SparkAggregates}), and the file's partition values: those of the columns
  * {@code partitionColumns} (indices into {@code partitionSchema}) are added to every batch as
  * constants, after the file's columns.
  */
@@ -23,6 +25,8 @@ final class FileRange implements InputPartition {
   /** Rows per batch when no file column is read (partition columns only). */
   final int constantBatchRows;
   final String filter;
+  final String rowFilter;
+  final String aggregate;
   final InternalRow partitionValues;
   final int[] partitionColumns;
   final StructType partitionSchema;
@@ -36,6 +40,8 @@ final class FileRange implements InputPartition {
       List<String> readOptions,
       int constantBatchRows,
       String filter,
+      String rowFilter,
+      String aggregate,
       InternalRow partitionValues,
       int[] partitionColumns,
       StructType partitionSchema) {
@@ -47,6 +53,8 @@ final class FileRange implements InputPartition {
     this.readOptions = readOptions;
     this.constantBatchRows = constantBatchRows;
     this.filter = filter;
+    this.rowFilter = rowFilter;
+    this.aggregate = aggregate;
     this.partitionValues = partitionValues;
     this.partitionColumns = partitionColumns;
     this.partitionSchema = partitionSchema;

@@ -18,14 +18,26 @@ import org.apache.spark.sql.vectorized.ColumnarBatch;
  * {@code maxPartitionBytes} of projected data (from the file's I/O plan), so one large file
  * feeds many tasks; a filter on partition columns drops whole files, and with a filter on the
  * files' columns each range shrinks to the rows its zones may hold and a range with none is
- * dropped (the task still skips the zones inside it).
+ * dropped (the task still skips the zones inside it). With a filter the core evaluates exactly,
+ * only the rows where it is true are read; with an aggregation, each range reads the partial
+ * results of its rows instead (one batch), which Spark merges.
  */
 final class LooseleafScan implements SupportsReportStatistics, Batch {
   private final Dataset dataset;
   private final List<String> columns;
   private final StructType readSchema;
-  /** A filter on the files' columns (the core's JSON form, see {@link SparkFilters}), or null. */
+  /**
+   * A filter on the files' columns (the core's JSON form, see {@link SparkFilters}) that rules
+   * zones out, or null.
+   */
   private final String fileFilter;
+  /** A filter the core evaluates exactly: only the rows where it is true are read, or null. */
+  private final String rowFilter;
+  /**
+   * An aggregation (see {@link SparkAggregates}) whose partial results each range reads instead
+   * of its rows, or null.
+   */
+  private final String aggregate;
   /** A filter on partition columns (null for none), which rules out whole files. */
   private final String partitionFilter;
   /** Spark's predicates behind the two filters, for the plan's description. */
@@ -42,12 +54,16 @@ final class LooseleafScan implements SupportsReportStatistics, Batch {
       List<String> columns,
       StructType readSchema,
       String fileFilter,
+      String rowFilter,
+      String aggregate,
       String partitionFilter,
       org.apache.spark.sql.connector.expressions.filter.Predicate[] pushed) {
     this.dataset = dataset;
     this.columns = columns;
     this.readSchema = readSchema;
     this.fileFilter = fileFilter;
+    this.rowFilter = rowFilter;
+    this.aggregate = aggregate;
     this.partitionFilter = partitionFilter;
     this.pushed = pushed;
   }
@@ -64,8 +80,11 @@ final class LooseleafScan implements SupportsReportStatistics, Batch {
       filters.add(p.describe());
     }
     String skipping = filters.isEmpty() ? "" : ", filters " + filters + " rule out files and zones";
+    String exact = rowFilter == null ? "" : ", rows filtered by looseleaf";
+    String aggregating = aggregate == null ? "" : ", partial aggregates by looseleaf " + aggregate;
     String pruning = partitionFilter == null || filesPlanned < 0 ? "" : ", " + filesPlanned + " file(s) read";
-    return "looseleaf " + dataset.files.size() + " file(s), columns " + (columns == null ? "all" : columns) + skipping + pruning;
+    return "looseleaf " + dataset.files.size() + " file(s), columns " + (columns == null ? "all" : columns)
+        + skipping + exact + aggregating + pruning;
   }
 
   @Override
@@ -130,12 +149,32 @@ final class LooseleafScan implements SupportsReportStatistics, Batch {
                     dataset.readOptions,
                     dataset.constantBatchRows,
                     fileFilter,
+                    rowFilter,
+                    aggregate,
                     partitionValues,
                     partitionColumns,
                     dataset.partitionSchema));
           }
         }
       }
+    }
+    if (aggregate != null && partitions.isEmpty() && !dataset.files.isEmpty()) {
+      // An aggregation without grouping is one row even of no rows: one range of none.
+      partitions.add(
+          new FileRange(
+              dataset.files.get(0),
+              dataset.storageOptions,
+              columns,
+              0,
+              0,
+              dataset.readOptions,
+              dataset.constantBatchRows,
+              null,
+              null,
+              aggregate,
+              null,
+              new int[0],
+              dataset.partitionSchema));
     }
     rows = totalRows;
     bytes = totalBytes;

@@ -14,11 +14,19 @@ import org.apache.spark.sql.types.StructType;
 
 /**
  * Pushes down column pruning (top-level columns and fields of structs, as dotted paths the core
- * reads alone), filters in the core's filter language ({@link SparkFilters}): those on partition
- * columns rule whole files out, those on the files' columns rule zones of rows out (no filter is
- * exact here: Spark evaluates each on the rows read), and aggregates without grouping that
- * metadata answers ({@link MetadataAggregateScan}: {@code COUNT(*)}, {@code MIN}/{@code MAX} from
- * statistics).
+ * reads alone), filters in the core's filter language ({@link SparkFilters}) and aggregates.
+ *
+ * <p>Filters: those on partition columns rule whole files out (Spark evaluates them again);
+ * those on the files' columns that translate exactly are evaluated by the core on the rows (only
+ * matching rows are read, and Spark does not evaluate them again); the others rule zones of
+ * rows out by the translatable parts of their {@code AND}s, and Spark evaluates them on the rows
+ * read.
+ *
+ * <p>Aggregates: without a filter on the files' columns, those that metadata answers ({@link
+ * MetadataAggregateScan}: {@code COUNT(*)}, {@code MIN}/{@code MAX} from statistics) are answered
+ * completely; otherwise those the core computes ({@link SparkAggregates}; Spark tries only when
+ * every filter was pushed exactly) are pushed partially: each range reads its rows' partial
+ * results, and Spark merges them.
  */
 final class LooseleafScanBuilder
     implements SupportsPushDownRequiredColumns, SupportsPushDownV2Filters, SupportsPushDownAggregates {
@@ -34,7 +42,14 @@ final class LooseleafScanBuilder
   private final List<String> partitionFilters = new ArrayList<>();
   /** Filters on the files' columns, implied by Spark's: they rule zones of rows out. */
   private final List<String> fileFilters = new ArrayList<>();
+  /** Filters on the files' columns, translated exactly: the core evaluates them on the rows. */
+  private final List<String> rowFilters = new ArrayList<>();
   private Predicate[] pushed = new Predicate[0];
+  /** An aggregation the core computes (JSON), its partial results' schema and its columns. */
+  private String coreAggregate;
+
+  private StructType coreAggregateSchema;
+  private List<String> coreAggregateColumns;
 
   LooseleafScanBuilder(Dataset dataset) {
     this.dataset = dataset;
@@ -85,28 +100,39 @@ final class LooseleafScanBuilder
   @Override
   public Predicate[] pushPredicates(Predicate[] predicates) {
     List<Predicate> used = new ArrayList<>();
+    List<Predicate> left = new ArrayList<>();
     StructType fileSchema = dataset.fileSparkSchema();
     for (Predicate predicate : predicates) {
       String filter = null;
+      boolean exact = false;
       if (SparkFilters.readsOnly(predicate, dataset.partitionSchema)) {
         filter = SparkFilters.exact(predicate, dataset.partitionSchema);
         if (filter != null) {
           partitionFilters.add(filter);
         }
       } else if (SparkFilters.readsOnly(predicate, fileSchema)) {
-        filter = SparkFilters.implied(predicate, fileSchema);
-        if (filter != null) {
-          fileFilters.add(filter);
+        filter = SparkFilters.exact(predicate, fileSchema);
+        exact = filter != null;
+        if (exact) {
+          rowFilters.add(filter);
+        } else {
+          filter = SparkFilters.implied(predicate, fileSchema);
+          if (filter != null) {
+            fileFilters.add(filter);
+          }
         }
       }
       if (filter != null) {
         used.add(predicate);
       }
+      // Files ruled out by partition values and zones ruled out by statistics leave rows Spark
+      // must still test; the core's exact evaluation does not.
+      if (!exact) {
+        left.add(predicate);
+      }
     }
     pushed = used.toArray(new Predicate[0]);
-    // Neither files nor zones ruled out make a filter exact: Spark evaluates every predicate
-    // again on the rows read.
-    return predicates;
+    return left.toArray(new Predicate[0]);
   }
 
   @Override
@@ -122,10 +148,32 @@ final class LooseleafScanBuilder
   @Override
   public boolean pushAggregation(Aggregation aggregation) {
     aggregateScan = answered(aggregation);
-    return aggregateScan != null;
+    if (aggregateScan != null) {
+      return true;
+    }
+    org.apache.spark.sql.internal.SQLConf conf = org.apache.spark.sql.internal.SQLConf.get();
+    String request =
+        SparkAggregates.translate(
+            aggregation,
+            dataset.fileSparkSchema(),
+            SparkFilters.and(rowFilters),
+            conf.ansiEnabled(),
+            conf.decimalOperationsAllowPrecisionLoss());
+    StructType schema = request == null ? null : dataset.aggregateSchema(request);
+    if (schema == null) {
+      return false;
+    }
+    coreAggregate = request;
+    coreAggregateSchema = schema;
+    coreAggregateColumns = SparkAggregates.columns(aggregation);
+    return true;
   }
 
+  /** Metadata's answer to {@code aggregation}, or null (always with a filter on the rows). */
   private MetadataAggregateScan answered(Aggregation aggregation) {
+    if (!rowFilters.isEmpty()) {
+      return null;
+    }
     if (answers == null || answersFor != aggregation) {
       answersFor = aggregation;
       answers = MetadataAggregateScan.answer(dataset, aggregation);
@@ -138,7 +186,29 @@ final class LooseleafScanBuilder
     if (aggregateScan != null) {
       return aggregateScan;
     }
+    // Exact filters rule zones out too.
+    List<String> zoneFilters = new ArrayList<>(fileFilters);
+    zoneFilters.addAll(rowFilters);
+    if (coreAggregate != null) {
+      // The aggregation evaluates the exact filters itself.
+      return new LooseleafScan(
+          dataset,
+          coreAggregateColumns,
+          coreAggregateSchema,
+          SparkFilters.and(zoneFilters),
+          null,
+          coreAggregate,
+          SparkFilters.and(partitionFilters),
+          pushed);
+    }
     return new LooseleafScan(
-        dataset, columns, readSchema, SparkFilters.and(fileFilters), SparkFilters.and(partitionFilters), pushed);
+        dataset,
+        columns,
+        readSchema,
+        SparkFilters.and(zoneFilters),
+        SparkFilters.and(rowFilters),
+        null,
+        SparkFilters.and(partitionFilters),
+        pushed);
   }
 }

@@ -57,8 +57,22 @@ final class NativeReader {
   /** Row ranges ({@code start, end} pairs) whose zones a filter (JSON) does not rule out. */
   static native long[] matchingRows(long reader, byte[] filter);
 
-  /** A read of rows {@code start..end} with read options (lines) and a filter ruling zones out. */
-  static native long scan(long reader, byte[] columns, long start, long end, byte[] options, byte[] filter);
+  /**
+   * A read of rows {@code start..end} with read options (lines), a filter ruling zones out and a
+   * filter the core evaluates exactly ({@code rowFilter}: only the rows where it is true).
+   */
+  static native long scan(
+      long reader, byte[] columns, long start, long end, byte[] options, byte[] filter, byte[] rowFilter);
+
+  /**
+   * The schema (an IPC schema message) of the partial results of an aggregation (the JSON form
+   * of {@code looseleaf::aggregate::Aggregation}, see {@link SparkAggregates}); throws a {@link
+   * LooseleafException} if the core does not compute it.
+   */
+  static native byte[] aggregateSchema(long reader, byte[] request);
+
+  /** An aggregation of rows {@code start..end}: a scan whose one batch is the partial results. */
+  static native long aggregate(long reader, byte[] request, long start, long end, byte[] options);
 
   static native long next(long scan);
 
