@@ -18,6 +18,8 @@ alternation, Spark reading each:
   statistics Spark uses);
 - ``count``: ``df.count()`` (Parquet answers it from its footers, the JVM connector from the
   files' row counts);
+- ``count, filtered``: ``df.filter(...).count()`` with Q6's filter (the JVM connector has the
+  core count the matching rows: Spark pushes the filter and the aggregate);
 - ``write``: the Parquet copy read and written again in each format (the same read for all).
 
 and prints the median of each with the ratio of each looseleaf path to Parquet (below 1:
@@ -71,6 +73,12 @@ where l_shipdate >= date '1994-01-01' and l_shipdate < date '1995-01-01'
 
 PROJECTION = ["l_orderkey", "l_extendedprice", "l_shipdate"]
 
+#: Q6's filter, alone.
+Q6_FILTER = (
+    "l_shipdate >= date '1994-01-01' and l_shipdate < date '1995-01-01'"
+    " and l_discount between 0.05 and 0.07 and l_quantity < 24"
+)
+
 
 def start_spark(cores: str, jvm: bool):
     os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
@@ -103,6 +111,7 @@ QUERIES = [
     "TPC-H Q6",
     "TPC-H Q6, sorted",
     "count",
+    "count, filtered",
     "write",
 ]
 #: The paths measured, by the label the figures use.
@@ -155,6 +164,8 @@ class Queries:
             return self.reader(fmt, columns).write.format("noop").mode("overwrite").save()
         if name == "count":
             return self.reader(fmt).count()
+        if name == "count, filtered":
+            return self.reader(fmt).filter(Q6_FILTER).count()
         self.reader(fmt, ordered=name.endswith("sorted")).createOrReplaceTempView("lineitem")
         return self.spark.sql(Q1 if "Q1" in name else Q6).collect()
 
@@ -197,6 +208,12 @@ def main() -> int:
     parser.add_argument(
         "--fresh-runs", type=int, default=3, help="runs of each query in a fresh Spark session (default 3)"
     )
+    parser.add_argument(
+        "--queries",
+        default=None,
+        help="the queries to run, separated by ';' (default: all): " + "; ".join(QUERIES),
+    )
+    parser.add_argument("--no-python", action="store_true", help="leave the Python data source out")
     parser.add_argument("--worker", nargs=2, metavar=("QUERY", "FORMAT"), help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.worker:
@@ -214,7 +231,8 @@ def main() -> int:
         jvm = False
     spark = start_spark(args.cores, jvm)
     looseleaf.spark.register(spark)
-    formats = ["parquet", *([JVM] if jvm else []), PYTHON]
+    formats = ["parquet", *([JVM] if jvm else []), *([] if args.no_python else [PYTHON])]
+    selected = [q for q in QUERIES if args.queries is None or q in args.queries.split(";")]
 
     parquet_dir, leaf_dir = directory / "parquet", directory / "looseleaf"
     df = spark.read.parquet(str(source))
@@ -239,18 +257,21 @@ def main() -> int:
 
     queries = Queries(spark, directory)
     # Same answers first, then warm-up, then alternate the timed runs.
-    for name in ("TPC-H Q1", "TPC-H Q6", "TPC-H Q6, sorted", "count"):
+    for name in ("TPC-H Q1", "TPC-H Q6", "TPC-H Q6, sorted", "count", "count, filtered"):
+        if name not in selected:
+            continue
         answers = {fmt: queries.run(name, fmt) for fmt in formats}
         if any(answer != answers["parquet"] for answer in answers.values()):
             sys.exit(f"{name} differs between formats: {answers}")
-    for fmt in formats:
-        queries.run("write", fmt)
-    written = {fmt: queries.written(fmt) for fmt in formats}
-    if any(w != written["parquet"] for w in written.values()):
-        sys.exit(f"the writes differ between formats: {written}")
+    if "write" in selected:
+        for fmt in formats:
+            queries.run("write", fmt)
+        written = {fmt: queries.written(fmt) for fmt in formats}
+        if any(w != written["parquet"] for w in written.values()):
+            sys.exit(f"the writes differ between formats: {written}")
     results = {}
     print("  warm (one session, after a warm-up run):")
-    for name in QUERIES:
+    for name in selected:
         times: dict[str, list[float]] = {fmt: [] for fmt in formats}
         for fmt in times:
             queries.run(name, fmt)  # warm-up
@@ -259,7 +280,7 @@ def main() -> int:
                 times[fmt].append(seconds(lambda fmt=fmt, name=name: queries.run(name, fmt)))
         medians = {fmt: statistics.median(t) for fmt, t in times.items()}
         results[name] = {f"{fmt}_s": m for fmt, m in medians.items()}
-        line = f"  {name:<16} Parquet {medians['parquet'] * 1000:7.0f} ms"
+        line = f"  {name:<18} Parquet {medians['parquet'] * 1000:7.0f} ms"
         for fmt in formats[1:]:
             ratio = medians[fmt] / medians["parquet"]
             results[name][f"{fmt}_ratio"] = ratio
@@ -269,13 +290,13 @@ def main() -> int:
 
     if args.fresh_runs:
         print(f"  first query of a fresh session (a new Spark driver per run, median of {args.fresh_runs}):")
-    for name in QUERIES if args.fresh_runs else ():
+    for name in selected if args.fresh_runs else ():
         medians = {}
         for fmt in formats:
             samples = [fresh_run(args, directory, name, fmt) for _ in range(args.fresh_runs)]
             medians[fmt] = statistics.median(samples)
         results[f"{name}, fresh"] = {f"{fmt}_s": m for fmt, m in medians.items()}
-        line = f"  {name:<16} Parquet {medians['parquet'] * 1000:7.0f} ms"
+        line = f"  {name:<18} Parquet {medians['parquet'] * 1000:7.0f} ms"
         for fmt in formats[1:]:
             ratio = medians[fmt] / medians["parquet"]
             results[f"{name}, fresh"][f"{fmt}_ratio"] = ratio

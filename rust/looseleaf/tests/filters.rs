@@ -57,6 +57,7 @@ enum P {
     Str(CompareOp, String),
     In(Vec<i32>),
     IsNull(&'static str),
+    IsNotNull(&'static str),
     And(Box<P>, Box<P>),
     Or(Box<P>, Box<P>),
     Not(Box<P>),
@@ -92,6 +93,7 @@ impl P {
                 nulls: Default::default(),
             },
             P::IsNull(c) => Predicate::IsNull(col(c)),
+            P::IsNotNull(c) => Predicate::IsNotNull(col(c)),
             P::And(a, b) => a.predicate().and(b.predicate()),
             P::Or(a, b) => a.predicate().or(b.predicate()),
             P::Not(a) => a.predicate().not(),
@@ -119,6 +121,7 @@ impl P {
             // Arrow's default: a null is in no set without nulls (false, not null).
             P::In(values) => Some(int("v").is_some_and(|x| values.contains(&(x as i32)))),
             P::IsNull(c) => Some(t.column_by_name(c).unwrap().is_null(row)),
+            P::IsNotNull(c) => Some(t.column_by_name(c).unwrap().is_valid(row)),
             P::And(a, b) => match (a.eval(t, row), b.eval(t, row)) {
                 (Some(false), _) | (_, Some(false)) => Some(false),
                 (Some(true), Some(true)) => Some(true),
@@ -140,15 +143,23 @@ fn random_op(rng: &mut StdRng) -> CompareOp {
 }
 
 fn random_predicate(rng: &mut StdRng, rows: usize, depth: u32) -> P {
-    match rng.random_range(0..if depth == 0 { 6 } else { 9 }) {
+    match rng.random_range(0..if depth == 0 { 6 } else { 10 }) {
         0 => P::Int("k", random_op(rng), rng.random_range(-5..(rows as i64 * 3 + 5))),
         1 => P::Int("v", random_op(rng), rng.random_range(-60..60)),
         2 => P::Float(random_op(rng), [0.0, -0.0, 1.5, f64::NAN, -3.0][rng.random_range(0..5)]),
         3 => P::Str(random_op(rng), format!("s{}", rng.random_range(0..35))),
         4 => P::In((0..rng.random_range(0..4)).map(|_| rng.random_range(-50..50)).collect()),
-        5 => P::IsNull(["k", "v", "f", "s"][rng.random_range(0..4)]),
+        5 if rng.random_bool(0.5) => P::IsNull(["k", "v", "f", "s"][rng.random_range(0..4)]),
+        5 => P::IsNotNull(["k", "v", "f", "s"][rng.random_range(0..4)]),
         6 => P::And(Box::new(random_predicate(rng, rows, depth - 1)), Box::new(random_predicate(rng, rows, depth - 1))),
         7 => P::Or(Box::new(random_predicate(rng, rows, depth - 1)), Box::new(random_predicate(rng, rows, depth - 1))),
+        // Spark's form: a column's null test beside its comparison, in one conjunction.
+        8 => {
+            let column = ["k", "v"][rng.random_range(0..2)];
+            let compared = P::Int(column, random_op(rng), rng.random_range(-60..60));
+            let tested = P::And(Box::new(P::IsNotNull(column)), Box::new(compared));
+            P::And(Box::new(tested), Box::new(random_predicate(rng, rows, depth - 1)))
+        }
         _ => P::Not(Box::new(random_predicate(rng, rows, depth - 1))),
     }
 }

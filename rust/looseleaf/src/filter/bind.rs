@@ -98,6 +98,36 @@ pub enum BoundPredicate {
 }
 
 impl BoundPredicate {
+    /// The predicate as a *filter*, without the `IS NOT NULL` tests of a top-level `AND` whose
+    /// column another part of that `AND` compares: the comparison is null wherever the column
+    /// is, and a filter keeps only the rows where the predicate is true, so the same rows pass.
+    /// (Spark adds such a test for every column a filter compares; without it the column's
+    /// comparisons can run on its encoded pages, see `range_test.rs`.) Not equivalent as a
+    /// value (false becomes null), so never used under a `NOT` or for anything but filtering.
+    pub(crate) fn as_filter(self) -> Self {
+        let BoundPredicate::And(parts) = self else { return self };
+        let mut flat = Vec::with_capacity(parts.len());
+        let mut stack: Vec<BoundPredicate> = parts.into_iter().rev().collect();
+        while let Some(part) = stack.pop() {
+            match part {
+                BoundPredicate::And(inner) => stack.extend(inner.into_iter().rev()),
+                other => flat.push(other),
+            }
+        }
+        let compared: Vec<BoundColumn> = flat
+            .iter()
+            .filter_map(|part| match part {
+                BoundPredicate::Compare { column, .. } | BoundPredicate::NonNull { column, .. } => Some(column.clone()),
+                _ => None,
+            })
+            .collect();
+        flat.retain(|part| !matches!(part, BoundPredicate::IsNotNull(column) if compared.contains(column)));
+        match flat.len() {
+            1 => flat.pop().unwrap_or(BoundPredicate::Literal(Some(true))),
+            _ => BoundPredicate::And(flat),
+        }
+    }
+
     /// Binds `predicate` to the fields of a schema.
     ///
     /// # Errors
