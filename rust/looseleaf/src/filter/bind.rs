@@ -104,7 +104,7 @@ impl BoundPredicate {
     /// (Spark adds such a test for every column a filter compares; without it the column's
     /// comparisons can run on its encoded pages, see `range_test.rs`.) Not equivalent as a
     /// value (false becomes null), so never used under a `NOT` or for anything but filtering.
-    pub(crate) fn as_filter(self) -> Self {
+    pub(crate) fn into_filter(self) -> Self {
         let BoundPredicate::And(parts) = self else { return self };
         let mut flat = Vec::with_capacity(parts.len());
         let mut stack: Vec<BoundPredicate> = parts.into_iter().rev().collect();

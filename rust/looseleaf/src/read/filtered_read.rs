@@ -176,7 +176,7 @@ struct Setup {
 async fn setup(builder: &ReadBuilder) -> Result<Setup> {
     let file = builder.file();
     let predicate = builder.filter().ok_or_else(|| Error::internal("a filtered read without a filter"))?;
-    let predicate = BoundPredicate::bind(predicate, file.schema().fields())?.as_filter();
+    let predicate = BoundPredicate::bind(predicate, file.schema().fields())?.into_filter();
     let rows = builder.selection()?;
     let filter_fields = predicate.fields();
     let filter_names: Vec<String> = filter_fields.iter().map(|&f| file.schema().field(f).name().clone()).collect();
