@@ -1,6 +1,5 @@
 package io.looseleaf.spark;
 
-import java.math.BigDecimal;
 import java.util.ArrayList;
 import java.util.LinkedHashSet;
 import java.util.List;
@@ -184,14 +183,7 @@ final class SparkAggregates {
       return "{\"type\": \"" + integer + "\", \"value\": \"" + ((Number) value).longValue() + "\"}";
     }
     if (type instanceof DecimalType decimal && value instanceof Decimal d) {
-      BigDecimal exact = d.toJavaBigDecimal().setScale(decimal.scale());
-      return "{\"type\": \"decimal128\", \"precision\": "
-          + decimal.precision()
-          + ", \"scale\": "
-          + decimal.scale()
-          + ", \"value\": \""
-          + exact.unscaledValue()
-          + "\"}";
+      return SparkFilters.decimal(decimal, d);
     }
     return null;
   }

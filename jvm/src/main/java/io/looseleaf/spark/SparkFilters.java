@@ -261,14 +261,7 @@ final class SparkFilters {
       return typed("timestamp[us]", "\"" + value + "\"");
     }
     if (type instanceof DecimalType decimal && value instanceof Decimal d) {
-      BigDecimal exact = d.toJavaBigDecimal().setScale(decimal.scale());
-      return "{\"type\": \"decimal128\", \"precision\": "
-          + decimal.precision()
-          + ", \"scale\": "
-          + decimal.scale()
-          + ", \"value\": \""
-          + exact.unscaledValue()
-          + "\"}";
+      return decimal(decimal, d);
     }
     if (type instanceof BooleanType && columnType instanceof BooleanType) {
       return typed("boolean", value.toString());
@@ -277,6 +270,18 @@ final class SparkFilters {
       return typed("utf8", string(text.toString()));
     }
     return null;
+  }
+
+  /** A decimal constant as a typed value of its own type (the unscaled integer as text). */
+  static String decimal(DecimalType type, Decimal value) {
+    BigDecimal exact = value.toJavaBigDecimal().setScale(type.scale());
+    return "{\"type\": \"decimal128\", \"precision\": "
+        + type.precision()
+        + ", \"scale\": "
+        + type.scale()
+        + ", \"value\": \""
+        + exact.unscaledValue()
+        + "\"}";
   }
 
   private static String typed(String type, String value) {
