@@ -27,6 +27,7 @@ use std::fmt::Debug;
 use std::ops::Range;
 
 use arrow_array::BooleanArray;
+use arrow_buffer::BooleanBuffer;
 use futures::future::BoxFuture;
 
 pub use data_block::{DataBlock, FixedWidthBlock, VariableWidthBlock};
@@ -87,6 +88,37 @@ pub trait PageDecoder: Send + Sync {
     fn test_range(&self, rows_to_skip: u64, num_rows: u64, test: &RangeTest) -> Result<Option<BooleanArray>> {
         let _ = (rows_to_skip, num_rows, test);
         Ok(None)
+    }
+
+    /// The rows of `rows_to_skip..rows_to_skip + num_rows` where `selected` (one bit per row
+    /// of that run) is set, decoded without writing out the others, if this encoding can (a
+    /// bit-packed page unpacks each block holding a selected row into a block-sized buffer and
+    /// copies out the selected values): the block [`decode`](Self::decode) would return,
+    /// filtered. `None` (the default) for the caller to decode the rows and filter them.
+    ///
+    /// How a filtered read decodes the columns it returns only where the filter passed.
+    ///
+    /// # Errors
+    /// As [`decode`](Self::decode); [`crate::Error::Internal`] if `selected` is not `num_rows`
+    /// bits long.
+    fn decode_selected(&self, rows_to_skip: u64, num_rows: u64, selected: &BooleanBuffer) -> Result<Option<DataBlock>> {
+        let _ = (rows_to_skip, num_rows, selected);
+        Ok(None)
+    }
+
+    /// [`decode_selected`](Self::decode_selected) with 16-byte integers as 8-byte ones, as
+    /// [`decode_64`](Self::decode_64) decodes them. The default narrows what `decode_selected`
+    /// returns.
+    ///
+    /// # Errors
+    /// As [`decode_selected`](Self::decode_selected) and [`decode_64`](Self::decode_64).
+    fn decode_selected_64(
+        &self,
+        rows_to_skip: u64,
+        num_rows: u64,
+        selected: &BooleanBuffer,
+    ) -> Result<Option<DataBlock>> {
+        self.decode_selected(rows_to_skip, num_rows, selected)?.map(DataBlock::narrowed_to_64).transpose()
     }
 
     /// The layout of the rows [`decode_into`](Self::decode_into) writes, if this decoder can

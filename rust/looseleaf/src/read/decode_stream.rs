@@ -24,6 +24,7 @@ use std::num::NonZeroUsize;
 use std::sync::Arc;
 
 use arrow_array::{Array, ArrayRef, RecordBatch, RecordBatchOptions, UInt32Array, UInt64Array};
+use arrow_buffer::BooleanBuffer;
 use arrow_schema::{DataType, SchemaRef};
 use futures::StreamExt;
 use futures::stream::BoxStream;
@@ -55,6 +56,11 @@ pub struct DecodeBatchStream {
     /// Where fields of the last steps start decoding as soon as they are loaded, and the decode
     /// parallelism that makes a step one of the last (see the module documentation).
     eager: Option<(tokio::runtime::Handle, NonZeroUsize)>,
+    /// If set, one bit per row of the plan: only the rows where it is set are decoded and
+    /// returned (see [`DecodeBatchStream::with_selected`]).
+    selected: Option<BooleanBuffer>,
+    /// Rows of the plan handed out so far.
+    rows_done: u64,
 }
 
 impl DecodeBatchStream {
@@ -66,7 +72,27 @@ impl DecodeBatchStream {
         plan: BatchPlan,
         metrics: Arc<ReadMetrics>,
     ) -> Self {
-        Self { schema, fields, plan, failed: false, metrics, trace: None, steps: 0, eager: None }
+        Self {
+            schema,
+            fields,
+            plan,
+            failed: false,
+            metrics,
+            trace: None,
+            steps: 0,
+            eager: None,
+            selected: None,
+            rows_done: 0,
+        }
+    }
+
+    /// Decodes and returns only the rows where `selected` (one bit per row of the plan, checked
+    /// as the steps go) is set, if given: each step's batch holds its selected rows, and a
+    /// field whose pages can decode selected rows alone decodes only those
+    /// ([`FieldDecoder::next_selected`]). How a filtered read decodes its other columns only
+    /// where the filter passed.
+    pub fn with_selected(self, selected: Option<BooleanBuffer>) -> Self {
+        Self { selected, ..self }
     }
 
     /// Records each wait for a step's pages and each decode task in `trace`, if given.
@@ -93,6 +119,20 @@ impl DecodeBatchStream {
             return None;
         }
         let step = self.plan.next_step()?;
+        let selected = match &self.selected {
+            None => None,
+            Some(bits) if self.rows_done + step.rows <= bits.len() as u64 => {
+                Some(bits.slice(self.rows_done as usize, step.rows as usize))
+            }
+            Some(bits) => {
+                self.failed = true;
+                let message = format!("a selection of {} rows for a read of more", bits.len());
+                return Some(Err(Error::internal(message)));
+            }
+        };
+        self.rows_done += step.rows;
+        // The rows the step's batch holds.
+        let rows = selected.as_ref().map_or(step.rows, |bits| bits.count_set_bits() as u64);
         // All fields wait together, so that every page the step needs leaves the I/O budget
         // as soon as it is loaded (see `IoScheduler`: this is what makes the bypass sufficient).
         let started = Instant::now();
@@ -103,17 +143,17 @@ impl DecodeBatchStream {
         let eager = self.eager.as_ref().filter(|(_, parallelism)| steps_left < parallelism.get() as u64);
         let result = match eager {
             None => {
-                let waits = self.fields.iter_mut().map(|f| f.next_batch(step.rows));
+                let waits = self.fields.iter_mut().map(|f| next_batch(f.as_mut(), step.rows, &selected));
                 futures::future::try_join_all(waits).await.map(StepTasks::Deferred)
             }
             Some((runtime, _)) => {
                 let starts = self.fields.iter_mut().map(|f| {
-                    let wait = f.next_batch(step.rows);
+                    let wait = next_batch(f.as_mut(), step.rows, &selected);
                     let (runtime, metrics) = (runtime.clone(), self.metrics.clone());
                     let trace = self.trace.clone().map(|trace| (trace, number));
                     async move {
                         let task = wait.await?;
-                        Ok(runtime.spawn(async move { decode_fields(vec![task], step.rows, &metrics, trace) }))
+                        Ok(runtime.spawn(async move { decode_fields(vec![task], rows, &metrics, trace) }))
                     }
                 });
                 futures::future::try_join_all(starts).await.map(StepTasks::Started)
@@ -126,7 +166,7 @@ impl DecodeBatchStream {
         match result {
             Ok(tasks) => Some(Ok(BatchDecodeTask {
                 schema: self.schema.clone(),
-                num_rows: step.rows,
+                num_rows: rows,
                 ends_batch: step.ends_batch,
                 steps_left,
                 tasks,
@@ -200,6 +240,18 @@ impl DecodeBatchStream {
             }
         })
         .boxed()
+    }
+}
+
+/// The task of `field`'s next `num_rows` rows, only those `selected` if given.
+fn next_batch<'a>(
+    field: &'a mut dyn FieldDecoder,
+    num_rows: u64,
+    selected: &Option<BooleanBuffer>,
+) -> futures::future::BoxFuture<'a, Result<DecodeTask>> {
+    match selected {
+        Some(bits) => field.next_selected(num_rows, bits.clone()),
+        None => field.next_batch(num_rows),
     }
 }
 

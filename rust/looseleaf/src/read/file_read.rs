@@ -167,8 +167,18 @@ impl ReadBuilder<FileReader> {
         });
         let spans = column_spans(&fields, &loaded);
         let plan = BatchPlan::cut(&selection, &spans, batch_size.get() as u64, allowance);
+        if let Some(selected) = &self.selected_rows {
+            ensure!(
+                selected.len() as u64 == selection.num_rows(),
+                internal,
+                "{} selection bits for a read of {} rows",
+                selected.len(),
+                selection.num_rows()
+            );
+        }
         let stream = DecodeBatchStream::new(schema.clone(), decoders, plan, context.metrics.clone())
-            .with_trace(self.trace.clone());
+            .with_trace(self.trace.clone())
+            .with_selected(self.selected_rows.clone());
         let sparse = self.is_sparse(selection.num_rows());
         Ok(StartedRead { schema, jobs, stream, context, parallelism, sparse })
     }

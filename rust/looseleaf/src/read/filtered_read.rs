@@ -38,7 +38,7 @@ use tokio::sync::mpsc;
 
 use super::read_builder::ReadBuilder;
 use super::record_batch_stream::{ReadStats, RecordBatchStream};
-use crate::error::{Error, Result};
+use crate::error::{Error, Result, ensure};
 use crate::filter::evaluate::{FilterColumns, evaluate};
 use crate::filter::prune::candidate_rows;
 use crate::filter::range_test::{RangeTest, push_range_tests};
@@ -364,26 +364,31 @@ async fn run_chunks(
         } else if let Some(indices) = rows_to_take(setup, &base, chunk, &evaluated).await? {
             stats.chunks_taken.fetch_add(1, Ordering::Relaxed);
             let others = sub_read(&base, &setup.other_names).take_unfiltered(&indices).await?;
-            let kept: Vec<RecordBatch> = evaluated
-                .batches
-                .iter()
-                .map(|(batch, mask)| {
-                    arrow_select::filter::filter_record_batch(batch, &BooleanArray::new(mask.clone(), None))
-                })
-                .collect::<std::result::Result<_, _>>()?;
-            let filter_side = concat(&kept)?;
+            let (filter_side, _) = evaluated.kept()?;
             output.push(assemble(setup, &filter_side, Some(&others))?, None)?;
         } else {
+            // The other columns decoded only where the filter passed: the scan's batches hold
+            // the matching rows alone, in order, as the filter side below.
             stats.chunks_scanned.fetch_add(1, Ordering::Relaxed);
-            let mut cursor = Cursor::new(&evaluated.batches);
-            let mut stream =
-                sub_read(&base, &setup.other_names).with_selection(chunk.clone()).stream_unfiltered().await?;
+            let (filter_side, matching) = evaluated.kept()?;
+            let mut stream = sub_read(&base, &setup.other_names)
+                .with_selection(chunk.clone())
+                .with_selected_rows(matching)
+                .stream_unfiltered()
+                .await?;
+            let mut at = 0;
             while let Some(others) = stream.next().await {
                 let others = others?;
-                let (filter_side, mask) = cursor.next(others.num_rows())?;
-                output.push(assemble(setup, &filter_side, Some(&others))?, Some(&mask))?;
+                let rows = others.num_rows();
+                if rows == 0 {
+                    continue;
+                }
+                ensure!(at + rows <= filter_side.num_rows(), internal, "a filtered read's stages disagree on rows");
+                output.push(assemble(setup, &filter_side.slice(at, rows), Some(&others))?, None)?;
+                at += rows;
                 output.send_completed(sender).await?;
             }
+            ensure!(at == filter_side.num_rows(), internal, "a filtered read's stages disagree on rows");
         }
         output.send_completed(sender).await?;
     }
@@ -424,6 +429,19 @@ struct Evaluated {
 }
 
 impl Evaluated {
+    /// The matching rows' filter columns, and which of the chunk's rows they are (one bit
+    /// per row).
+    fn kept(&self) -> Result<(RecordBatch, BooleanBuffer)> {
+        let rows = self.batches.iter().map(|(batch, _)| batch.num_rows()).sum();
+        let mut matching = BooleanBufferBuilder::new(rows);
+        let mut kept = Vec::with_capacity(self.batches.len());
+        for (batch, mask) in &self.batches {
+            matching.append_buffer(mask);
+            kept.push(arrow_select::filter::filter_record_batch(batch, &BooleanArray::new(mask.clone(), None))?);
+        }
+        Ok((concat(&kept)?, matching.finish()))
+    }
+
     /// The file rows of `chunk` that matched.
     fn matching_rows(&self, chunk: &RowSelection) -> Vec<u64> {
         let mut out = Vec::with_capacity(self.matched as usize);
@@ -567,46 +585,6 @@ impl Iterator for Chunks<'_> {
             }
         }
         (!current.is_empty()).then(|| RowSelection::from_sorted_ranges(current))
-    }
-}
-
-/// Walks the filter batches of a chunk in step with the batches of another read of its rows.
-struct Cursor<'a> {
-    batches: &'a [(RecordBatch, BooleanBuffer)],
-    index: usize,
-    offset: usize,
-}
-
-impl<'a> Cursor<'a> {
-    fn new(batches: &'a [(RecordBatch, BooleanBuffer)]) -> Self {
-        Self { batches, index: 0, offset: 0 }
-    }
-
-    /// The next `rows` rows of filter columns and mask.
-    fn next(&mut self, rows: usize) -> Result<(RecordBatch, BooleanBuffer)> {
-        let mut pieces = Vec::new();
-        let mut mask = BooleanBufferBuilder::new(rows);
-        let mut left = rows;
-        while left > 0 {
-            let (batch, bits) = self
-                .batches
-                .get(self.index)
-                .ok_or_else(|| Error::internal("a filtered read's stages disagree on rows"))?;
-            let n = left.min(batch.num_rows() - self.offset);
-            pieces.push(batch.slice(self.offset, n));
-            mask.append_buffer(&bits.slice(self.offset, n));
-            left -= n;
-            self.offset += n;
-            if self.offset == batch.num_rows() {
-                self.index += 1;
-                self.offset = 0;
-            }
-        }
-        let batch = match pieces.len() {
-            1 => pieces.remove(0),
-            _ => concat(&pieces)?,
-        };
-        Ok((batch, mask.finish()))
     }
 }
 

@@ -15,6 +15,7 @@ use std::ops::Range;
 use std::sync::Arc;
 
 use arrow_array::RecordBatch;
+use arrow_buffer::BooleanBuffer;
 
 use super::file_reader::FileReader;
 use super::metrics::ReadMetrics;
@@ -119,6 +120,10 @@ pub struct ReadBuilder<S = FileReader> {
     /// array, null where the value is null) instead of the values: a filtered read's filter
     /// columns that only a range test reads. Set only inside the crate.
     pub(crate) range_tests: Vec<(String, RangeTest)>,
+    /// One bit per row of the read's selection: only the rows where it is set are decoded and
+    /// returned (a filtered read's other columns, where its filter passed). Scans only. Set
+    /// only inside the crate.
+    pub(crate) selected_rows: Option<BooleanBuffer>,
 }
 
 impl<S> ReadBuilder<S> {
@@ -136,6 +141,7 @@ impl<S> ReadBuilder<S> {
             metrics: None,
             decimal64: false,
             range_tests: Vec::new(),
+            selected_rows: None,
         }
     }
 
@@ -284,6 +290,12 @@ impl<S> ReadBuilder<S> {
     /// Returns each column of `tests` as its test's result (see [`Self::range_tests`]).
     pub(crate) fn with_range_tests(self, range_tests: Vec<(String, RangeTest)>) -> Self {
         Self { range_tests, ..self }
+    }
+
+    /// Decodes and returns only the rows of the selection where `selected` is set (see
+    /// [`Self::selected_rows`]).
+    pub(crate) fn with_selected_rows(self, selected: BooleanBuffer) -> Self {
+        Self { selected_rows: Some(selected), ..self }
     }
 
     /// The range test a column is returned as, if any.

@@ -40,7 +40,7 @@ use arrow_array::cast::AsArray;
 use arrow_array::types::{Int8Type, Int16Type, Int32Type, UInt32Type};
 use arrow_array::{
     Array, ArrayRef, BooleanArray, DictionaryArray, FixedSizeListArray, Int64Array, PrimitiveArray, RecordBatch,
-    RecordBatchOptions, StringArray, UInt64Array,
+    RecordBatchOptions, StringArray, UInt32Array, UInt64Array,
 };
 use arrow_buffer::NullBuffer;
 use arrow_schema::{DataType, Field, Schema, SchemaRef, TimeUnit};

@@ -8,12 +8,17 @@ use super::*;
 /// checks every page's encoding and every read.
 async fn forced_round_trip(seed: u64, kind: EncodingKind, len: usize, page_size: u64, per_column: bool) {
     let mut rng = common::rng(seed);
-    let columns = columns_for(&mut rng, kind, len);
+    let mut columns = columns_for(&mut rng, kind, len);
+    if per_column {
+        // A column to filter on (its encoding chosen), for the filtered reads below.
+        let keys: ArrayRef = Arc::new(UInt32Array::from_iter_values((0..len).map(|_| rng.random_range(0..1000))));
+        columns.push((FILTER_KEY.to_string(), keys));
+    }
     let table = table_of(&columns);
     let what = format!("forced {} (seed {seed}, {len} rows, pages of {page_size} bytes)", kind.name());
     let mut options = WriterOptions::default().with_page_size(page_size);
     if per_column {
-        for (name, _) in &columns {
+        for (name, _) in columns.iter().filter(|(name, _)| name != FILTER_KEY) {
             options = options.with_encoding_policy(name.clone(), forced(kind));
         }
     } else {
@@ -26,6 +31,9 @@ async fn forced_round_trip(seed: u64, kind: EncodingKind, len: usize, page_size:
     let reader = FileReader::open_path(&path).await.unwrap();
     let mut pages = 0;
     for (field, encodings) in page_encodings(&reader).await {
+        if field == FILTER_KEY {
+            continue;
+        }
         for encoding in encodings.iter().filter(|e| *e != "all_null") {
             assert!(encoded_as(encoding, kind), "{what}: a page of {field:?} is {encoding}");
             pages += 1;
@@ -33,6 +41,38 @@ async fn forced_round_trip(seed: u64, kind: EncodingKind, len: usize, page_size:
     }
     assert!(len == 0 || pages > 0, "{what}: no page has values");
     check_reads(&mut rng, &reader, &table, &what).await;
+    if per_column {
+        check_filtered_reads(&mut rng, &reader, &table, &what).await;
+    }
+}
+
+/// The column [`forced_round_trip`] filters on.
+const FILTER_KEY: &str = "filter key";
+
+/// Filtered reads returning every column but [`FILTER_KEY`], keeping from none to all of the
+/// rows: the other columns are decoded only where the filter passed
+/// (`PageDecoder::decode_selected`, or the rows decoded and filtered), checked against the
+/// table filtered by Arrow.
+async fn check_filtered_reads(rng: &mut StdRng, reader: &FileReader, table: &RecordBatch, what: &str) {
+    let key_index = table.schema().index_of(FILTER_KEY).unwrap();
+    let keys = table.column(key_index).as_primitive::<UInt32Type>().clone();
+    let others: Vec<usize> = (0..table.num_columns()).filter(|&i| i != key_index).collect();
+    let names: Vec<String> = others.iter().map(|&i| table.schema().field(i).name().clone()).collect();
+    let projected = table.project(&others).unwrap();
+    for below in [0u32, 30, 300, 700, 1000] {
+        let predicate = looseleaf::filter::Predicate::Compare {
+            column: vec![FILTER_KEY.to_string()],
+            op: looseleaf::filter::CompareOp::Lt,
+            value: Arc::new(UInt32Array::from(vec![below])),
+        };
+        let mask: BooleanArray = keys.iter().map(|k| k.map(|k| k < below)).collect();
+        let expected = arrow_select::filter::filter_record_batch(&projected, &mask).unwrap();
+        let batch_size = random_batch_size(rng);
+        let read = reader.read().with_columns(names.clone()).with_filter(predicate).with_batch_size(nz(batch_size));
+        let read = with_random_settings(rng, read);
+        let out = read_to_end(read).await.unwrap_or_else(|e| panic!("{what}: read of keys below {below} failed: {e}"));
+        assert_same(&out.concat(), &expected, &format!("{what}: keys below {below}, batches of {batch_size}"));
+    }
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

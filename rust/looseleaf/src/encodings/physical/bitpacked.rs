@@ -15,13 +15,13 @@
 use std::ops::Range;
 
 use arrow_array::BooleanArray;
-use arrow_buffer::{BooleanBufferBuilder, Buffer, MutableBuffer};
+use arrow_buffer::{BooleanBuffer, BooleanBufferBuilder, Buffer, MutableBuffer};
 
 use super::PageContext;
 use super::binary::aligned;
 use super::integers::{
     BLOCK, block_bytes, blocks_for, read_int, shared_block_spans, test_packed, unpack_alone, unpack_blocks,
-    unpack_selected, unpack_widened, write_int,
+    unpack_filtered, unpack_selected, unpack_widened, write_int,
 };
 use crate::encodings::range_test::RangeTest;
 use crate::encodings::{DataBlock, FixedWidthBlock, PageDecoder, PageLoad, PageScheduler, SelectedRows, limits};
@@ -274,6 +274,56 @@ impl BitpackedDecoder {
     }
 }
 
+impl BitpackedDecoder {
+    /// The rows of `rows_to_skip..rows_to_skip + num_rows` where `selected` is set, as values
+    /// of `layout`; `None` for 16-byte values in 64-bit lanes (widened as a whole block).
+    fn decode_selected_as(
+        &self,
+        layout: &Layout,
+        rows_to_skip: u64,
+        num_rows: u64,
+        selected: &BooleanBuffer,
+    ) -> Result<Option<DataBlock>> {
+        if layout.value_bytes != layout.lane_bytes {
+            return Ok(None);
+        }
+        ensure!(
+            selected.len() as u64 == num_rows,
+            internal,
+            "{} selection bits for {num_rows} bit-packed rows",
+            selected.len()
+        );
+        let w = layout.value_bytes;
+        let count = selected.count_set_bits() as u64;
+        let mut out =
+            limits::try_buffer(limits::block_bytes(count, w as u64, "bit-packed values")?, "bit-packed values")?;
+        if layout.bit_width == 0 {
+            let mut value = vec![0u8; w];
+            write_int(layout.reference, &mut value);
+            for _ in 0..count {
+                out.extend_from_slice(&value);
+            }
+        } else {
+            let mut at = 0usize;
+            for piece in self.rows.page_rows(rows_to_skip, num_rows)? {
+                let len = (piece.end - piece.start) as usize;
+                let (packed, first_row) = self.packed_blocks(&piece)?;
+                let rows = (piece.start - first_row) as usize..(piece.end - first_row) as usize;
+                let bits = selected.slice(at, len);
+                let (width, lanes, reference) = (layout.bit_width, layout.lane_bytes, layout.lane_reference());
+                unpack_filtered(&packed, width, lanes, reference, rows, &bits, &mut out)?;
+                at += len;
+            }
+        }
+        ensure!(out.len() as u64 == count * w as u64, internal, "bit-packed page decoded the wrong number of values");
+        Ok(Some(DataBlock::FixedWidth(FixedWidthBlock {
+            data: out.into(),
+            bits_per_value: w as u64 * 8,
+            num_values: count,
+        })))
+    }
+}
+
 impl PageDecoder for BitpackedDecoder {
     fn num_rows(&self) -> u64 {
         self.rows.num_rows()
@@ -287,6 +337,22 @@ impl PageDecoder for BitpackedDecoder {
         match self.layout.as_64() {
             Some(layout) => self.decode_as(&layout, rows_to_skip, num_rows),
             None => self.decode(rows_to_skip, num_rows)?.narrowed_to_64(),
+        }
+    }
+
+    fn decode_selected(&self, rows_to_skip: u64, num_rows: u64, selected: &BooleanBuffer) -> Result<Option<DataBlock>> {
+        self.decode_selected_as(&self.layout, rows_to_skip, num_rows, selected)
+    }
+
+    fn decode_selected_64(
+        &self,
+        rows_to_skip: u64,
+        num_rows: u64,
+        selected: &BooleanBuffer,
+    ) -> Result<Option<DataBlock>> {
+        match self.layout.as_64() {
+            Some(layout) => self.decode_selected_as(&layout, rows_to_skip, num_rows, selected),
+            None => self.decode_selected(rows_to_skip, num_rows, selected)?.map(DataBlock::narrowed_to_64).transpose(),
         }
     }
 

@@ -8,7 +8,7 @@
 
 use std::ops::Range;
 
-use arrow_buffer::{ArrowNativeType, BooleanBufferBuilder, Buffer, MutableBuffer, ToByteSlice};
+use arrow_buffer::{ArrowNativeType, BooleanBuffer, BooleanBufferBuilder, Buffer, MutableBuffer, ToByteSlice};
 use fastlanes::{BitPacking, FoR};
 
 use crate::encodings::DataBlock;
@@ -442,6 +442,73 @@ pub fn unpack_blocks_mut(packed: &Buffer, width: u32, lane_bytes: usize, referen
         _ => unpack_lanes!(u64),
     }
     Ok(out)
+}
+
+/// Appends to `out` the values of positions `rows` of `packed` (whole blocks of `width`-bit
+/// values in lanes of `lane_bytes`, `reference` added) where `selected` (one bit per position
+/// of `rows`) is set.
+///
+/// Each block holding a selected position is unpacked into a block-sized buffer that stays in
+/// the CPU's cache and its selected values are copied out; blocks without one are not
+/// unpacked. Unpacking every row to memory and filtering the values afterwards writes and reads
+/// them all twice.
+///
+/// # Errors
+/// As [`unpack_blocks`]; [`crate::Error::Internal`] if `rows` runs past the blocks or
+/// `selected` is not as long as `rows`.
+pub fn unpack_filtered(
+    packed: &Buffer,
+    width: u32,
+    lane_bytes: usize,
+    reference: u64,
+    rows: Range<usize>,
+    selected: &BooleanBuffer,
+    out: &mut MutableBuffer,
+) -> Result<()> {
+    let num_blocks = checked_block_count(packed, width, lane_bytes)?;
+    ensure!(
+        rows.start <= rows.end && rows.end <= num_blocks * BLOCK && selected.len() == rows.end - rows.start,
+        internal,
+        "unpacking rows {rows:?} of {num_blocks} blocks with {} selection bits",
+        selected.len()
+    );
+    out.reserve(selected.count_set_bits() * lane_bytes);
+    macro_rules! unpack_lanes {
+        ($t:ty) => {{
+            let lanes = packed.typed_data::<$t>();
+            let lanes_per_block = BLOCK * width as usize / <$t>::BITS as usize;
+            let mut values = [0 as $t; BLOCK];
+            let mut position = rows.start;
+            while position < rows.end {
+                let block = position / BLOCK;
+                let end = ((block + 1) * BLOCK).min(rows.end);
+                let bits = selected.slice(position - rows.start, end - position);
+                let count = bits.count_set_bits();
+                if count > 0 {
+                    let lanes = &lanes[block * lanes_per_block..(block + 1) * lanes_per_block];
+                    // SAFETY: `lanes` holds exactly 1024 × width / T::BITS lanes and `values`
+                    // 1024 values; `width` is at most T::BITS (checked above).
+                    unsafe { <$t as FoR>::unchecked_unfor_pack(width as usize, lanes, reference as $t, &mut values) };
+                    let first = position % BLOCK;
+                    if count == bits.len() {
+                        out.extend_from_slice(&values[first..first + count]);
+                    } else {
+                        for i in bits.set_indices() {
+                            out.push(values[first + i]);
+                        }
+                    }
+                }
+                position = end;
+            }
+        }};
+    }
+    match lane_bytes {
+        1 => unpack_lanes!(u8),
+        2 => unpack_lanes!(u16),
+        4 => unpack_lanes!(u32),
+        _ => unpack_lanes!(u64),
+    }
+    Ok(())
 }
 
 #[cfg(test)]

@@ -5,7 +5,8 @@
 use std::ops::Range;
 
 use arrow_array::BooleanArray;
-use arrow_buffer::NullBuffer;
+use arrow_array::cast::AsArray;
+use arrow_buffer::{BooleanBuffer, NullBuffer};
 
 use super::PageContext;
 use super::bitmap::{BitmapDecoder, BitmapScheduler};
@@ -74,12 +75,50 @@ impl PageDecoder for NullableDecoder {
         }
     }
 
+    fn decode_selected(&self, rows_to_skip: u64, num_rows: u64, selected: &BooleanBuffer) -> Result<Option<DataBlock>> {
+        let Some(values) = self.values.decode_selected(rows_to_skip, num_rows, selected)? else { return Ok(None) };
+        let validity = self.selected_validity(rows_to_skip, num_rows, selected)?;
+        Ok(Some(DataBlock::Nullable { validity, values: Box::new(values) }))
+    }
+
+    fn decode_selected_64(
+        &self,
+        rows_to_skip: u64,
+        num_rows: u64,
+        selected: &BooleanBuffer,
+    ) -> Result<Option<DataBlock>> {
+        match self.values.decode_selected_64(rows_to_skip, num_rows, selected) {
+            Ok(Some(values)) => {
+                let validity = self.selected_validity(rows_to_skip, num_rows, selected)?;
+                Ok(Some(DataBlock::Nullable { validity, values: Box::new(values) }))
+            }
+            Ok(None) => Ok(None),
+            // As in `decode_64`: checked again with the validity.
+            Err(_) => {
+                self.decode_selected(rows_to_skip, num_rows, selected)?.map(DataBlock::narrowed_to_64).transpose()
+            }
+        }
+    }
+
     fn test_range(&self, rows_to_skip: u64, num_rows: u64, test: &RangeTest) -> Result<Option<BooleanArray>> {
         // Null slots hold anything: their bits are masked by the validity.
         let Some(tested) = self.values.test_range(rows_to_skip, num_rows, test)? else { return Ok(None) };
         let validity = self.validity.decode_bits(rows_to_skip, num_rows)?;
         ensure!(validity.len() == tested.len(), corrupt, "validity and values hold different row counts");
         Ok(Some(BooleanArray::new(tested.values().clone(), Some(NullBuffer::new(validity)))))
+    }
+}
+
+impl NullableDecoder {
+    /// The validity of the rows of `rows_to_skip..rows_to_skip + num_rows` where `selected` is set.
+    fn selected_validity(&self, rows_to_skip: u64, num_rows: u64, selected: &BooleanBuffer) -> Result<BooleanBuffer> {
+        let validity = self.validity.decode_bits(rows_to_skip, num_rows)?;
+        ensure!(validity.len() == selected.len(), internal, "a selection of other than the rows decoded");
+        let kept = arrow_select::filter::filter(
+            &BooleanArray::new(validity, None),
+            &BooleanArray::new(selected.clone(), None),
+        )?;
+        Ok(kept.as_boolean().values().clone())
     }
 }
 

@@ -19,12 +19,12 @@
 
 use std::ops::Range;
 
-use arrow_buffer::Buffer;
+use arrow_buffer::{BooleanBuffer, Buffer};
 use bytes::Bytes;
 
 use super::PageContext;
 use super::coded_strings::{CodedStrings, LoadedCodes};
-use crate::encodings::{DataBlock, PageDecoder, PageLoad, PageScheduler, VariableWidthBlock};
+use crate::encodings::{DataBlock, FixedWidthBlock, PageDecoder, PageLoad, PageScheduler, VariableWidthBlock};
 use crate::error::{Result, bail, ensure};
 use crate::format::proto::OnPairEncoding;
 use crate::io::PageIo;
@@ -143,26 +143,29 @@ impl TokenTable {
         }
     }
 
-    /// Each value's decoded length, for `offsets` (`n + 1`, checked) into the packed codes.
-    fn decoded_lengths(&self, offsets: &[u64], data: &[u8]) -> Vec<u64> {
-        offsets
-            .windows(2)
-            .map(|w| {
+    /// Each value's decoded length, for values packed at `data[starts[i]..ends[i]]` (checked).
+    fn decoded_lengths(&self, starts: &[u64], ends: &[u64], data: &[u8]) -> Vec<u64> {
+        starts
+            .iter()
+            .zip(ends)
+            .map(|(&start, &end)| {
                 let mut length = 0u64;
-                self.for_each_code(data, w[0] as usize, w[1] as usize, |code| length += self.lengths[code] as u64);
+                self.for_each_code(data, start as usize, end as usize, |code| length += self.lengths[code] as u64);
                 length
             })
             .collect()
     }
 
-    /// Decodes the values packed at `offsets` (`n + 1`, checked to be non-decreasing and
-    /// within `data`) into `out_offsets` (`n + 1`, from 0: the output's, `total` bytes).
+    /// Decodes the `n` values packed at `data[starts[i]..ends[i]]` (checked: each start at most
+    /// its end, within `data`) into `out_offsets` (`n + 1`, from 0: the output's, `total`
+    /// bytes).
     ///
     /// A value decoding to other than its length, or a code without a token, is corrupt; every
     /// copy is checked to fit the output whatever the offsets claim.
     fn decode_rows<O: Copy + Into<u64>>(
         &self,
-        offsets: &[u64],
+        starts: &[u64],
+        ends: &[u64],
         data: &[u8],
         out_offsets: &[O],
         total: u64,
@@ -170,22 +173,23 @@ impl TokenTable {
         // The code width as a constant: the shifts, masks and the division of each value's
         // bytes into codes compile to constants (a third of the decoding time otherwise).
         match self.code_bits {
-            8 => self.decode_rows_of::<8, O>(offsets, data, out_offsets, total),
-            9 => self.decode_rows_of::<9, O>(offsets, data, out_offsets, total),
-            10 => self.decode_rows_of::<10, O>(offsets, data, out_offsets, total),
-            11 => self.decode_rows_of::<11, O>(offsets, data, out_offsets, total),
-            12 => self.decode_rows_of::<12, O>(offsets, data, out_offsets, total),
-            13 => self.decode_rows_of::<13, O>(offsets, data, out_offsets, total),
-            14 => self.decode_rows_of::<14, O>(offsets, data, out_offsets, total),
-            15 => self.decode_rows_of::<15, O>(offsets, data, out_offsets, total),
-            16 => self.decode_rows_of::<16, O>(offsets, data, out_offsets, total),
+            8 => self.decode_rows_of::<8, O>(starts, ends, data, out_offsets, total),
+            9 => self.decode_rows_of::<9, O>(starts, ends, data, out_offsets, total),
+            10 => self.decode_rows_of::<10, O>(starts, ends, data, out_offsets, total),
+            11 => self.decode_rows_of::<11, O>(starts, ends, data, out_offsets, total),
+            12 => self.decode_rows_of::<12, O>(starts, ends, data, out_offsets, total),
+            13 => self.decode_rows_of::<13, O>(starts, ends, data, out_offsets, total),
+            14 => self.decode_rows_of::<14, O>(starts, ends, data, out_offsets, total),
+            15 => self.decode_rows_of::<15, O>(starts, ends, data, out_offsets, total),
+            16 => self.decode_rows_of::<16, O>(starts, ends, data, out_offsets, total),
             bits => bail!(corrupt, "OnPair codes of {bits} bits"),
         }
     }
 
     fn decode_rows_of<const BITS: usize, O: Copy + Into<u64>>(
         &self,
-        offsets: &[u64],
+        starts: &[u64],
+        ends: &[u64],
         data: &[u8],
         out_offsets: &[O],
         total: u64,
@@ -201,8 +205,8 @@ impl TokenTable {
         debug_assert_eq!(tokens.len(), 1 << BITS);
         let num_tokens = self.num_tokens as usize;
         let (mut written, mut unknown) = (0usize, false);
-        for (row, w) in offsets.windows(2).enumerate() {
-            let (start, end) = (w[0] as usize, w[1] as usize);
+        for (row, (&start, &end)) in starts.iter().zip(ends).enumerate() {
+            let (start, end) = (start as usize, end as usize);
             let k = (end - start) * 8 / BITS;
             if end + 3 <= data.len() && written + MAX_TOKEN * k <= capacity {
                 for i in 0..k {
@@ -262,22 +266,65 @@ impl PageDecoder for OnPairDecoder {
 
     fn decode(&self, rows_to_skip: u64, num_rows: u64) -> Result<DataBlock> {
         let (offsets, data, span) = super::checked_codes(self.codes.decode(rows_to_skip, num_rows)?, "OnPair")?;
-        let data = data.as_slice();
+        let (starts, ends) = match offsets.len() {
+            0 => (&offsets[..], &offsets[..]),
+            n => (&offsets[..n - 1], &offsets[1..]),
+        };
+        let lengths = match &self.decoded_lengths {
+            Some(lengths) => Some(lengths.decode(rows_to_skip, num_rows)?),
+            None => None,
+        };
+        self.decode_values(starts, ends, data.as_slice(), span, lengths)
+    }
+
+    fn decode_selected(&self, rows_to_skip: u64, num_rows: u64, selected: &BooleanBuffer) -> Result<Option<DataBlock>> {
+        ensure!(selected.len() as u64 == num_rows, internal, "a selection of other than the OnPair rows decoded");
+        let (offsets, data, span) = super::checked_codes(self.codes.decode(rows_to_skip, num_rows)?, "OnPair")?;
+        ensure!(offsets.len() as u64 == num_rows + 1, corrupt, "OnPair codes of the wrong length");
+        let count = selected.count_set_bits();
+        let (mut starts, mut ends) = (Vec::with_capacity(count), Vec::with_capacity(count));
+        for row in selected.set_indices() {
+            starts.push(offsets[row]);
+            ends.push(offsets[row + 1]);
+        }
+        let lengths = match &self.decoded_lengths {
+            Some(lengths) => Some(match lengths.decode_selected(rows_to_skip, num_rows, selected)? {
+                Some(lengths) => lengths,
+                None => selected_lengths(lengths.decode(rows_to_skip, num_rows)?, selected)?,
+            }),
+            None => None,
+        };
+        self.decode_values(&starts, &ends, data.as_slice(), span, lengths).map(Some)
+    }
+}
+
+impl OnPairDecoder {
+    /// The values packed at `data[starts[i]..ends[i]]` (checked), whose codes take the bytes
+    /// `span` of `data` in all; `lengths`, their decoded lengths if the page stores them.
+    fn decode_values(
+        &self,
+        starts: &[u64],
+        ends: &[u64],
+        data: &[u8],
+        span: Range<u64>,
+        lengths: Option<DataBlock>,
+    ) -> Result<DataBlock> {
+        let num_rows = starts.len() as u64;
         // The most bytes the codes can decode to: every code a 16-byte token, and a value of
         // `b` bytes holds at most `b` codes. Lengths claiming more are corrupt, so that the
         // output is sized by the bytes read, not by what the page claims.
         let most = (span.end - span.start).saturating_mul(MAX_TOKEN as u64);
-        if let Some(lengths) = &self.decoded_lengths {
-            let DataBlock::FixedWidth(lengths) = lengths.decode(rows_to_skip, num_rows)? else {
+        if let Some(lengths) = lengths {
+            let DataBlock::FixedWidth(lengths) = lengths else {
                 bail!(corrupt, "OnPair decoded lengths are not integers")
             };
             ensure!(lengths.num_values == num_rows, corrupt, "OnPair decoded lengths of the wrong length");
             let (out_offsets, bits_per_offset, total) = super::offsets_from_lengths(&lengths, "OnPair")?;
             ensure!(total <= most, corrupt, "OnPair decoded lengths sum to {total} bytes, more than the codes hold");
             let out = if bits_per_offset == 32 {
-                self.tokens.decode_rows::<u32>(&offsets, data, out_offsets.typed_data(), total)?
+                self.tokens.decode_rows::<u32>(starts, ends, data, out_offsets.typed_data(), total)?
             } else {
-                self.tokens.decode_rows::<u64>(&offsets, data, out_offsets.typed_data(), total)?
+                self.tokens.decode_rows::<u64>(starts, ends, data, out_offsets.typed_data(), total)?
             };
             return Ok(DataBlock::VariableWidth(VariableWidthBlock {
                 offsets: out_offsets,
@@ -287,16 +334,37 @@ impl PageDecoder for OnPairDecoder {
             }));
         }
         // Without lengths (a take): each value's length from its tokens first.
-        let mut out_offsets = Vec::with_capacity(offsets.len());
+        let mut out_offsets = Vec::with_capacity(starts.len() + 1);
         let mut total = 0u64;
         out_offsets.push(0);
-        for length in self.tokens.decoded_lengths(&offsets, data) {
+        for length in self.tokens.decoded_lengths(starts, ends, data) {
             total += length;
             out_offsets.push(total);
         }
-        let out = self.tokens.decode_rows::<u64>(&offsets, data, &out_offsets, total)?;
+        let out = self.tokens.decode_rows::<u64>(starts, ends, data, &out_offsets, total)?;
         Ok(DataBlock::VariableWidth(VariableWidthBlock::from_offsets(out_offsets, Buffer::from_vec(out))))
     }
+}
+
+/// The values of `lengths` (decoded lengths, 32- or 64-bit) where `selected` is set.
+fn selected_lengths(lengths: DataBlock, selected: &BooleanBuffer) -> Result<DataBlock> {
+    let DataBlock::FixedWidth(lengths) = lengths else { bail!(corrupt, "OnPair decoded lengths are not integers") };
+    let width = (lengths.bits_per_value / 8) as usize;
+    ensure!(
+        matches!(width, 4 | 8) && lengths.data.len() >= selected.len() * width,
+        corrupt,
+        "OnPair decoded lengths of {} bits, or too few",
+        lengths.bits_per_value
+    );
+    let mut out = Vec::with_capacity(selected.count_set_bits() * width);
+    for row in selected.set_indices() {
+        out.extend_from_slice(&lengths.data.as_slice()[row * width..(row + 1) * width]);
+    }
+    Ok(DataBlock::FixedWidth(FixedWidthBlock {
+        num_values: selected.count_set_bits() as u64,
+        bits_per_value: lengths.bits_per_value,
+        data: Buffer::from_vec(out),
+    }))
 }
 
 /// A page's values compressed: what [`OnPairEncoding`] stores besides the lengths.
@@ -412,6 +480,16 @@ mod tests {
         (data, offsets)
     }
 
+    /// Where each value's codes start, from the `n + 1` offsets of `n` values.
+    fn starts(offsets: &[u64]) -> &[u64] {
+        &offsets[..offsets.len() - 1]
+    }
+
+    /// Where each value's codes end.
+    fn ends(offsets: &[u64]) -> &[u64] {
+        &offsets[1..]
+    }
+
     #[test]
     fn values_round_trip_with_and_without_lengths() {
         let mut rng = rand::rngs::StdRng::seed_from_u64(5);
@@ -421,14 +499,23 @@ mod tests {
             let table = table_of(&compressed);
             let codes = compressed.codes.offsets_u64().unwrap();
             let packed = compressed.codes.data.as_slice();
-            let lengths = table.decoded_lengths(&codes, packed);
+            let lengths = table.decoded_lengths(starts(&codes), ends(&codes), packed);
             let expected: Vec<u64> = offsets.windows(2).map(|w| w[1] - w[0]).collect();
             assert_eq!(lengths, expected);
-            let out = table.decode_rows(&codes, packed, &offsets, *offsets.last().unwrap()).unwrap();
+            let out =
+                table.decode_rows(starts(&codes), ends(&codes), packed, &offsets, *offsets.last().unwrap()).unwrap();
             assert_eq!(out, data);
             // Each value alone: codes for one row decode to its bytes.
             for row in [0, n / 2, n - 1] {
-                let one = table.decode_rows(&codes[row..row + 2], packed, &[0, expected[row]], expected[row]).unwrap();
+                let one = table
+                    .decode_rows(
+                        starts(&codes[row..row + 2]),
+                        ends(&codes[row..row + 2]),
+                        packed,
+                        &[0, expected[row]],
+                        expected[row],
+                    )
+                    .unwrap();
                 assert_eq!(one, &data[offsets[row] as usize..offsets[row + 1] as usize]);
             }
         }
@@ -440,7 +527,13 @@ mod tests {
             let compressed = compress(&data, &offsets).unwrap();
             let table = table_of(&compressed);
             let codes = compressed.codes.offsets_u64().unwrap();
-            let out = table.decode_rows(&codes, compressed.codes.data.as_slice(), &offsets, data.len() as u64);
+            let out = table.decode_rows(
+                starts(&codes),
+                ends(&codes),
+                compressed.codes.data.as_slice(),
+                &offsets,
+                data.len() as u64,
+            );
             assert_eq!(out.unwrap(), data);
         }
     }
@@ -457,16 +550,16 @@ mod tests {
         // Lengths that claim fewer bytes than the codes hold: every copy still fits.
         let mut short = offsets.clone();
         short.iter_mut().for_each(|o| *o /= 2);
-        assert!(table.decode_rows(&codes, packed, &short, total / 2).is_err());
+        assert!(table.decode_rows(starts(&codes), ends(&codes), packed, &short, total / 2).is_err());
         // A code without a token.
         if table.num_tokens < 1 << table.code_bits {
             let mut bad = packed.to_vec();
             bad.iter_mut().for_each(|b| *b = 0xff);
-            let lengths = table.decoded_lengths(&codes, &bad);
+            let lengths = table.decoded_lengths(starts(&codes), ends(&codes), &bad);
             let mut out_offsets = vec![0u64];
             lengths.iter().for_each(|l| out_offsets.push(out_offsets.last().unwrap() + l));
             let total = *out_offsets.last().unwrap();
-            assert!(table.decode_rows(&codes, &bad, &out_offsets, total).is_err());
+            assert!(table.decode_rows(starts(&codes), ends(&codes), &bad, &out_offsets, total).is_err());
         }
         // Dictionaries that do not add up.
         let bytes = compressed.dictionary.to_vec();

@@ -17,7 +17,8 @@ mod page_queue;
 mod primitive;
 mod r#struct;
 
-use arrow_array::ArrayRef;
+use arrow_array::{ArrayRef, BooleanArray};
+use arrow_buffer::BooleanBuffer;
 use futures::future::BoxFuture;
 
 pub use fixed_size_list::FixedSizeListFieldDecoder;
@@ -41,6 +42,27 @@ pub trait FieldDecoder: Send {
     /// # Cancel safety
     /// Not cancel safe: dropping the future may lose rows; the read is then unusable.
     fn next_batch(&mut self, num_rows: u64) -> BoxFuture<'_, Result<DecodeTask>>;
+
+    /// As [`next_batch`](Self::next_batch), the task decoding only the rows where `selected`
+    /// (`num_rows` bits) is set. The default decodes every row and filters the array; a
+    /// decoder whose pages can decode selected rows alone
+    /// ([`PageDecoder::decode_selected`](crate::encodings::PageDecoder::decode_selected))
+    /// does so.
+    ///
+    /// # Cancel safety
+    /// As [`next_batch`](Self::next_batch).
+    fn next_selected(&mut self, num_rows: u64, selected: BooleanBuffer) -> BoxFuture<'_, Result<DecodeTask>> {
+        Box::pin(filter_task(self.next_batch(num_rows), selected))
+    }
+}
+
+/// The task `wait` gives, its array filtered by `selected`.
+async fn filter_task(wait: BoxFuture<'_, Result<DecodeTask>>, selected: BooleanBuffer) -> Result<DecodeTask> {
+    let task = wait.await?;
+    Ok(Box::new(move || {
+        let array = task()?;
+        Ok(arrow_select::filter::filter(&array, &BooleanArray::new(selected, None))?)
+    }))
 }
 
 /// The decoder of a field whose pages arrive as `pages`.

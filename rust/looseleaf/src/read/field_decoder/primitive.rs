@@ -3,6 +3,7 @@
 use std::sync::Arc;
 
 use arrow_array::{Array, ArrayRef, BooleanArray};
+use arrow_buffer::BooleanBuffer;
 use arrow_schema::DataType;
 use futures::future::BoxFuture;
 
@@ -11,7 +12,7 @@ use super::{DecodeTask, FieldDecoder, PageQueue};
 use crate::encodings::logical::block_to_array;
 use crate::encodings::logical::dictionary::concat_dictionaries;
 use crate::encodings::{DataBlock, limits};
-use crate::error::{Error, Result};
+use crate::error::{Error, Result, ensure};
 use crate::filter::range_test::RangeTest;
 use crate::read::pages::ReadContext;
 
@@ -79,6 +80,57 @@ impl FieldDecoder for PrimitiveFieldDecoder {
             });
             Ok(task)
         })
+    }
+
+    fn next_selected(&mut self, num_rows: u64, selected: BooleanBuffer) -> BoxFuture<'_, Result<DecodeTask>> {
+        if self.test.is_some() {
+            // A tested column's booleans are filtered like any array.
+            let filtered = super::filter_task(self.next_batch(num_rows), selected);
+            return Box::pin(filtered);
+        }
+        Box::pin(async move {
+            let pieces = self.pages.next_rows(num_rows).await?;
+            let data_type = self.data_type.clone();
+            let location = self.location.clone();
+            let task: DecodeTask = Box::new(move || {
+                decode_selected(&pieces, &data_type, &selected).map_err(|e| e.with_location(&location))
+            });
+            Ok(task)
+        })
+    }
+}
+
+/// The rows of `pieces` where `selected` (a bit per row of the pieces, in order) is set:
+/// decoded alone where a page's encoding can, decoded and filtered otherwise.
+fn decode_selected(pieces: &[PagePiece], data_type: &DataType, selected: &BooleanBuffer) -> Result<ArrayRef> {
+    let narrow = matches!(data_type, DataType::Decimal64(..));
+    let dictionary = matches!(data_type, DataType::Dictionary(..));
+    let total = pieces.iter().map(|p| p.len).sum::<u64>();
+    ensure!(selected.len() as u64 == total, internal, "{} selection bits for a batch of {total} rows", selected.len());
+    let mut arrays = Vec::with_capacity(pieces.len());
+    let mut at = 0usize;
+    for piece in pieces {
+        let bits = selected.slice(at, piece.len as usize);
+        at += piece.len as usize;
+        // A dictionary-typed column's pages return keys and values, which stay together.
+        let block = match (dictionary, narrow) {
+            (true, _) => None,
+            (false, true) => piece.page.decode_selected_64(piece.skip, piece.len, &bits)?,
+            (false, false) => piece.page.decode_selected(piece.skip, piece.len, &bits)?,
+        };
+        arrays.push(match block {
+            Some(block) => block_to_array(block, data_type)?,
+            None => {
+                let all = block_to_array(if narrow { piece.decode_64()? } else { piece.decode()? }, data_type)?;
+                arrow_select::filter::filter(&all, &BooleanArray::new(bits, None))?
+            }
+        });
+    }
+    match arrays.as_slice() {
+        [] => Ok(arrow_array::new_empty_array(data_type)),
+        [one] => Ok(one.clone()),
+        _ if dictionary => concat_dictionaries(&arrays, data_type),
+        many => Ok(arrow_select::concat::concat(&many.iter().map(|a| a.as_ref()).collect::<Vec<_>>())?),
     }
 }
 
