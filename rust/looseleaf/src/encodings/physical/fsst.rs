@@ -19,7 +19,7 @@
 
 use std::ops::Range;
 
-use arrow_buffer::{Buffer, MutableBuffer};
+use arrow_buffer::{BooleanBuffer, Buffer, MutableBuffer};
 use bytes::Bytes;
 use fsst::{Compressor, Decompressor, Symbol};
 
@@ -335,6 +335,31 @@ impl PageDecoder for FsstDecoder {
             data: Buffer::from_vec(out),
             num_values: num_rows,
         }))
+    }
+
+    /// With the decoded lengths read (a scan), the selected values' codes are gathered and
+    /// decompressed in one call, as [`decode`](PageDecoder::decode) does all of them; without
+    /// them (a take), `None`.
+    fn decode_selected(&self, rows_to_skip: u64, num_rows: u64, selected: &BooleanBuffer) -> Result<Option<DataBlock>> {
+        let Some(lengths) = &self.decoded_lengths else { return Ok(None) };
+        ensure!(selected.len() as u64 == num_rows, internal, "a selection of other than the FSST rows decoded");
+        let (offsets, data, span) = super::checked_codes(self.codes.decode(rows_to_skip, num_rows)?, "FSST")?;
+        ensure!(offsets.len() as u64 == num_rows + 1, corrupt, "FSST codes of the wrong length");
+        let mut codes = Vec::with_capacity((span.end - span.start) as usize);
+        for row in selected.set_indices() {
+            codes.extend_from_slice(&data.as_slice()[offsets[row] as usize..offsets[row + 1] as usize]);
+        }
+        let lengths = match lengths.decode_selected(rows_to_skip, num_rows, selected)? {
+            Some(lengths) => lengths,
+            None => super::selected_lengths(lengths.decode(rows_to_skip, num_rows)?, selected, "FSST")?,
+        };
+        let DataBlock::FixedWidth(lengths) = lengths else { bail!(corrupt, "FSST decoded lengths are not integers") };
+        ensure!(
+            lengths.num_values as usize == selected.count_set_bits(),
+            corrupt,
+            "FSST decoded lengths of the wrong length"
+        );
+        self.table.decompress_with_lengths(&codes, &lengths).map(Some)
     }
 }
 

@@ -41,7 +41,7 @@ pub mod onpair;
 pub mod plain;
 pub mod rle;
 
-use arrow_buffer::Buffer;
+use arrow_buffer::{BooleanBuffer, Buffer};
 
 use super::{DataBlock, FixedWidthBlock, PageScheduler};
 use crate::error::{Result, bail, ensure};
@@ -97,6 +97,28 @@ pub fn checked_codes(block: DataBlock, what: &str) -> Result<(Vec<u64>, Buffer, 
     ensure!(first <= last && last as usize <= codes.data.len(), corrupt, "{what} code offsets out of range");
     ensure!(offsets.windows(2).all(|pair| pair[0] <= pair[1]), corrupt, "{what} code offsets decrease");
     Ok((offsets, codes.data, first..last))
+}
+
+/// The values of `lengths` (decoded lengths, 32- or 64-bit integers) where `selected` is set,
+/// for a string page whose lengths' encoding cannot decode selected rows alone.
+pub fn selected_lengths(lengths: DataBlock, selected: &BooleanBuffer, what: &str) -> Result<DataBlock> {
+    let DataBlock::FixedWidth(lengths) = lengths else { bail!(corrupt, "{what} decoded lengths are not integers") };
+    let width = (lengths.bits_per_value / 8) as usize;
+    ensure!(
+        matches!(width, 4 | 8) && lengths.data.len() >= selected.len() * width,
+        corrupt,
+        "{what} decoded lengths of {} bits, or too few",
+        lengths.bits_per_value
+    );
+    let mut out = Vec::with_capacity(selected.count_set_bits() * width);
+    for row in selected.set_indices() {
+        out.extend_from_slice(&lengths.data.as_slice()[row * width..(row + 1) * width]);
+    }
+    Ok(DataBlock::FixedWidth(FixedWidthBlock {
+        num_values: selected.count_set_bits() as u64,
+        bits_per_value: lengths.bits_per_value,
+        data: Buffer::from_vec(out),
+    }))
 }
 
 /// The offsets of variable-width values from each one's length (`lengths`: 32- or 64-bit

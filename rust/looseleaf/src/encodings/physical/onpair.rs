@@ -24,7 +24,7 @@ use bytes::Bytes;
 
 use super::PageContext;
 use super::coded_strings::{CodedStrings, LoadedCodes};
-use crate::encodings::{DataBlock, FixedWidthBlock, PageDecoder, PageLoad, PageScheduler, VariableWidthBlock};
+use crate::encodings::{DataBlock, PageDecoder, PageLoad, PageScheduler, VariableWidthBlock};
 use crate::error::{Result, bail, ensure};
 use crate::format::proto::OnPairEncoding;
 use crate::io::PageIo;
@@ -290,7 +290,7 @@ impl PageDecoder for OnPairDecoder {
         let lengths = match &self.decoded_lengths {
             Some(lengths) => Some(match lengths.decode_selected(rows_to_skip, num_rows, selected)? {
                 Some(lengths) => lengths,
-                None => selected_lengths(lengths.decode(rows_to_skip, num_rows)?, selected)?,
+                None => super::selected_lengths(lengths.decode(rows_to_skip, num_rows)?, selected, "OnPair")?,
             }),
             None => None,
         };
@@ -344,27 +344,6 @@ impl OnPairDecoder {
         let out = self.tokens.decode_rows::<u64>(starts, ends, data, &out_offsets, total)?;
         Ok(DataBlock::VariableWidth(VariableWidthBlock::from_offsets(out_offsets, Buffer::from_vec(out))))
     }
-}
-
-/// The values of `lengths` (decoded lengths, 32- or 64-bit) where `selected` is set.
-fn selected_lengths(lengths: DataBlock, selected: &BooleanBuffer) -> Result<DataBlock> {
-    let DataBlock::FixedWidth(lengths) = lengths else { bail!(corrupt, "OnPair decoded lengths are not integers") };
-    let width = (lengths.bits_per_value / 8) as usize;
-    ensure!(
-        matches!(width, 4 | 8) && lengths.data.len() >= selected.len() * width,
-        corrupt,
-        "OnPair decoded lengths of {} bits, or too few",
-        lengths.bits_per_value
-    );
-    let mut out = Vec::with_capacity(selected.count_set_bits() * width);
-    for row in selected.set_indices() {
-        out.extend_from_slice(&lengths.data.as_slice()[row * width..(row + 1) * width]);
-    }
-    Ok(DataBlock::FixedWidth(FixedWidthBlock {
-        num_values: selected.count_set_bits() as u64,
-        bits_per_value: lengths.bits_per_value,
-        data: Buffer::from_vec(out),
-    }))
 }
 
 /// A page's values compressed: what [`OnPairEncoding`] stores besides the lengths.
