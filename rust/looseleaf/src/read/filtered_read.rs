@@ -4,11 +4,14 @@
 //!    pages' statistics) rule out the zones of rows no row of which can match. Only the filter
 //!    columns' zone maps are read.
 //! 2. **Filter columns**: the filter columns of the remaining rows are read and the predicate
-//!    evaluated exactly ([`crate::filter::evaluate`]). A filter column the read does not return
-//!    and that only a range test reads comes back as that test's result, run by its decoder on
-//!    the stored pages ([`crate::filter::range_test::push_range_tests`]).
+//!    evaluated exactly ([`crate::filter::evaluate`]). A filter column that only a range test
+//!    reads comes back as that test's result, run by its decoder on the stored pages
+//!    ([`crate::filter::range_test::push_range_tests`]); if the read returns it, stage 3 reads
+//!    its values.
 //! 3. **Other columns**: the rest of the projection, for the matching rows only, read either as
-//!    a scan of the rows stage 2 looked at (then filtered) or as a `take` of the matching rows,
+//!    a scan of the rows stage 2 looked at, decoding only the matching rows where the pages'
+//!    encodings can ([`crate::encodings::PageDecoder::decode_selected`]), or as a `take` of the
+//!    matching rows,
 //!    whichever the planner says reads less: both are planned with the scheduling loop against a
 //!    [`PlanningIo`](crate::io::PlanningIo), each read costed as its bytes plus a fixed cost per
 //!    storage request (the coalescing gap of the storage, times [`REQUEST_COST_GAPS`]).
@@ -139,7 +142,8 @@ pub struct FilteredPlan {
 /// Where each output column comes from.
 #[derive(Debug, Clone, Copy)]
 enum Source {
-    /// A filter column (read in stage 2), by position among them.
+    /// A filter column read in stage 2 for its values, by position among the returned ones
+    /// (`Setup::returned_filters`).
     Filter(usize),
     /// Another column (read in stage 3), by position among them.
     Other(usize),
@@ -148,17 +152,23 @@ enum Source {
 /// Everything the stages share.
 struct Setup {
     predicate: Arc<BoundPredicate>,
-    /// The predicate stage 2 evaluates: `predicate` with its range tests on columns nothing
-    /// else reads run by the decoders of those columns (`range_tests`), which return booleans.
+    /// The predicate stage 2 evaluates: `predicate` with its range tests on columns that only
+    /// one range test reads run by the decoders of those columns (`range_tests`), which return
+    /// booleans. Those of them the read returns are read again in stage 3, where the filter
+    /// passed.
     tested_predicate: Arc<BoundPredicate>,
     range_tests: Vec<(String, RangeTest)>,
     /// Filter fields: schema indices and names.
     filter_fields: Vec<usize>,
     filter_names: Vec<String>,
+    /// The columns stage 3 reads: the read's other columns, and its range-tested filter columns.
     other_names: Vec<String>,
     /// Whether every other column is of a flat fixed-width type (see [`rows_to_take`]).
     others_fixed_width: bool,
     sources: Vec<Source>,
+    /// The filter columns (positions among them) whose stage-2 values the read returns: the
+    /// filter side of stage 3 keeps only these.
+    returned_filters: Vec<usize>,
     /// The read's schema.
     schema: SchemaRef,
     /// The schema the stages work in: decimals of up to 18 digits at their native width
@@ -190,21 +200,28 @@ async fn setup(builder: &ReadBuilder) -> Result<Setup> {
     let dictionary_columns = builder.resolved_options().dictionary_columns.unwrap_or_default();
     // Only columns read as their plain values: a dictionary-typed column's decoder returns keys
     // and values, which a range test does not read.
+    // A tested column the read returns is read again in stage 3, only where the filter passed.
     let (tested_predicate, tests) = push_range_tests(&predicate, |column| {
         let field = file.schema().field(column.field);
         column.is_top_level()
-            && !output_names.contains(field.name())
             && !dictionary_columns.contains(field.name())
             && !matches!(field.data_type(), DataType::Dictionary(..))
     });
-    let range_tests =
+    let range_tests: Vec<(String, RangeTest)> =
         tests.into_iter().map(|(field, test)| (file.schema().field(field).name().clone(), test)).collect();
     let mut other_names = Vec::new();
+    let mut returned_filters = Vec::new();
     let sources: Vec<Source> = output_names
         .iter()
         .map(|name| match filter_names.iter().position(|f| f == name) {
-            Some(i) => Source::Filter(i),
-            None => {
+            Some(i) if !range_tests.iter().any(|(tested, _)| tested == name) => {
+                let k = returned_filters.iter().position(|&r| r == i).unwrap_or(returned_filters.len());
+                if k == returned_filters.len() {
+                    returned_filters.push(i);
+                }
+                Source::Filter(k)
+            }
+            _ => {
                 other_names.push(name.clone());
                 Source::Other(other_names.len() - 1)
             }
@@ -255,6 +272,7 @@ async fn setup(builder: &ReadBuilder) -> Result<Setup> {
         other_names,
         others_fixed_width,
         sources,
+        returned_filters,
         schema,
         working,
         candidates,
@@ -359,18 +377,18 @@ async fn run_chunks(
         }
         if setup.other_names.is_empty() {
             for (batch, mask) in &evaluated.batches {
-                output.push(assemble(setup, batch, None)?, Some(mask))?;
+                output.push(assemble(setup, &batch.project(&setup.returned_filters)?, None)?, Some(mask))?;
             }
         } else if let Some(indices) = rows_to_take(setup, &base, chunk, &evaluated).await? {
             stats.chunks_taken.fetch_add(1, Ordering::Relaxed);
             let others = sub_read(&base, &setup.other_names).take_unfiltered(&indices).await?;
-            let (filter_side, _) = evaluated.kept()?;
+            let (filter_side, _) = evaluated.kept(&setup.returned_filters)?;
             output.push(assemble(setup, &filter_side, Some(&others))?, None)?;
         } else {
             // The other columns decoded only where the filter passed: the scan's batches hold
             // the matching rows alone, in order, as the filter side below.
             stats.chunks_scanned.fetch_add(1, Ordering::Relaxed);
-            let (filter_side, matching) = evaluated.kept()?;
+            let (filter_side, matching) = evaluated.kept(&setup.returned_filters)?;
             let mut stream = sub_read(&base, &setup.other_names)
                 .with_selection(chunk.clone())
                 .with_selected_rows(matching)
@@ -404,7 +422,19 @@ async fn run_one_pass(
     stats: &FilterStats,
     sender: &mpsc::Sender<Result<RecordBatch>>,
 ) -> Result<()> {
-    let columns: Vec<String> = setup.filter_names.iter().chain(&setup.other_names).cloned().collect();
+    // Every filter column read for its values (none is range tested here), then the other
+    // columns returned that are not among them.
+    let mut columns = setup.filter_names.clone();
+    columns.extend(setup.other_names.iter().filter(|name| !setup.filter_names.contains(name)).cloned());
+    let outputs: Vec<usize> = setup
+        .sources
+        .iter()
+        .map(|source| match source {
+            Source::Filter(k) => setup.returned_filters.get(*k).copied(),
+            Source::Other(i) => setup.other_names.get(*i).and_then(|name| columns.iter().position(|c| c == name)),
+        })
+        .collect::<Option<_>>()
+        .ok_or_else(|| Error::internal("an output column was not read"))?;
     let filters = setup.filter_names.len();
     let mut stream = sub_read(base, &columns).with_selection(setup.candidates.clone()).stream_unfiltered().await?;
     let mut output = Output::new(setup.working.clone(), setup.schema.clone(), setup.batch_size);
@@ -414,9 +444,10 @@ async fn run_one_pass(
             setup.filter_fields.iter().copied().zip(&batch.columns()[..filters]).collect();
         let mask = evaluate(&setup.predicate, &filter_columns, batch.num_rows())?;
         stats.rows_matched.fetch_add(mask.count_set_bits() as u64, Ordering::Relaxed);
-        let filter_side = batch.project(&(0..filters).collect::<Vec<_>>())?;
-        let others = batch.project(&(filters..columns.len()).collect::<Vec<_>>())?;
-        output.push(assemble(setup, &filter_side, Some(&others))?, Some(&mask))?;
+        let options = RecordBatchOptions::new().with_row_count(Some(batch.num_rows()));
+        let returned = outputs.iter().map(|&i| batch.column(i).clone()).collect();
+        let returned = RecordBatch::try_new_with_options(setup.working.clone(), returned, &options)?;
+        output.push(returned, Some(&mask))?;
         output.send_completed(sender).await?;
     }
     output.finish(sender).await
@@ -429,15 +460,17 @@ struct Evaluated {
 }
 
 impl Evaluated {
-    /// The matching rows' filter columns, and which of the chunk's rows they are (one bit
-    /// per row).
-    fn kept(&self) -> Result<(RecordBatch, BooleanBuffer)> {
+    /// The matching rows' filter columns at positions `columns` (the others, range tests'
+    /// booleans and columns the read does not return, are not copied), and which of the chunk's
+    /// rows they are (one bit per row).
+    fn kept(&self, columns: &[usize]) -> Result<(RecordBatch, BooleanBuffer)> {
         let rows = self.batches.iter().map(|(batch, _)| batch.num_rows()).sum();
         let mut matching = BooleanBufferBuilder::new(rows);
         let mut kept = Vec::with_capacity(self.batches.len());
         for (batch, mask) in &self.batches {
             matching.append_buffer(mask);
-            kept.push(arrow_select::filter::filter_record_batch(batch, &BooleanArray::new(mask.clone(), None))?);
+            let mask = BooleanArray::new(mask.clone(), None);
+            kept.push(arrow_select::filter::filter_record_batch(&batch.project(columns)?, &mask)?);
         }
         Ok((concat(&kept)?, matching.finish()))
     }
