@@ -186,10 +186,12 @@ async fn a_trace_has_every_request_the_plan_predicts() {
     check_indirect(&snapshot, &plan, "take");
 
     // A filtered read: its stage 2 reads exactly the filter plan's requests, and its stage 3
-    // (which depends on what matched) only the other columns.
+    // (which depends on what matched) only the other columns. (A filter column the read
+    // returned would be read in stage 3 too, for its values where the filter passed.)
     let predicate =
         || Predicate::compare("k", CompareOp::Lt, Scalar::new(Arc::new(Int32Array::from(vec![30])) as ArrayRef));
-    let filtered = || read().with_filter(predicate());
+    let others = vec!["id".to_string(), "s".to_string(), "l".to_string()];
+    let filtered = || read().with_columns(others.clone()).with_filter(predicate());
     let plan = filtered().filter_plan().await.unwrap();
     let filter_columns: BTreeSet<u32> = plan.filter_columns.requests.iter().map(|r| r.column).collect();
     assert!(!filter_columns.is_empty());
