@@ -28,6 +28,7 @@
 //! and depth, its requests ordered by row across stages, and `io_stats` counts them all.
 
 use std::collections::HashMap;
+use std::ops::ControlFlow;
 use std::ops::Range;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -488,6 +489,37 @@ impl Evaluated {
     /// The file rows of `chunk` that matched.
     fn matching_rows(&self, chunk: &RowSelection) -> Vec<u64> {
         let mut out = Vec::with_capacity(self.matched as usize);
+        self.visit_matching_rows(chunk, |row| {
+            out.push(row);
+            ControlFlow::Continue(())
+        });
+        out
+    }
+
+    /// Whether the matching rows fall in at least a quarter of the value blocks of `chunk`
+    /// (blocks of `2^TAKE_BLOCK_BITS` rows): decided as soon as they reach a quarter, without
+    /// listing them.
+    fn touches_a_quarter_of_blocks(&self, chunk: &RowSelection) -> bool {
+        let blocks: u64 = chunk
+            .ranges()
+            .iter()
+            .filter(|r| r.end > r.start)
+            .map(|r| ((r.end - 1) >> TAKE_BLOCK_BITS) - (r.start >> TAKE_BLOCK_BITS) + 1)
+            .sum();
+        let (mut touched, mut last) = (0u64, None);
+        self.visit_matching_rows(chunk, |row| {
+            let block = row >> TAKE_BLOCK_BITS;
+            if last != Some(block) {
+                touched += 1;
+                last = Some(block);
+            }
+            if touched * 4 >= blocks { ControlFlow::Break(()) } else { ControlFlow::Continue(()) }
+        });
+        touched * 4 >= blocks
+    }
+
+    /// Calls `visit` with the file rows of `chunk` that matched, in order, until it breaks.
+    fn visit_matching_rows(&self, chunk: &RowSelection, mut visit: impl FnMut(u64) -> ControlFlow<()>) {
         // Positions among the chunk's rows, mapped to file rows through its ranges (both in
         // ascending order, so one pass).
         let mut ranges = chunk.ranges().iter();
@@ -500,14 +532,15 @@ impl Evaluated {
                     range_start += range.end - range.start;
                     match ranges.next() {
                         Some(next) => range = next.clone(),
-                        None => return out,
+                        None => return,
                     }
                 }
-                out.push(range.start + (position - range_start));
+                if visit(range.start + (position - range_start)).is_break() {
+                    return;
+                }
             }
             offset += batch.num_rows() as u64;
         }
-        out
     }
 }
 
@@ -557,10 +590,10 @@ async fn rows_to_take(
     if evaluated.matched as f64 >= DENSE_SHARE * chunk.num_rows() as f64 {
         return Ok(None);
     }
-    let rows = evaluated.matching_rows(chunk);
-    if setup.others_fixed_width && touches_a_quarter_of_blocks(&rows, chunk) {
+    if setup.others_fixed_width && evaluated.touches_a_quarter_of_blocks(chunk) {
         return Ok(None);
     }
+    let rows = evaluated.matching_rows(chunk);
     let read = sub_read(base, &setup.other_names);
     let request = read.io_options().coalesce.gap.get().max(4096) * REQUEST_COST_GAPS;
     let cost = |plan: &IoPlan| {
@@ -570,25 +603,6 @@ async fn rows_to_take(
     let scan = read.clone().with_selection(chunk.clone()).plan_unfiltered().await?;
     let take = read.with_indices(rows.clone()).plan_unfiltered().await?;
     Ok((cost(&take) < cost(&scan)).then_some(rows))
-}
-
-/// Whether `rows` (ascending) fall in at least a quarter of the value blocks of `chunk`.
-fn touches_a_quarter_of_blocks(rows: &[u64], chunk: &RowSelection) -> bool {
-    let mut touched = 0u64;
-    let mut last = None;
-    for block in rows.iter().map(|r| r >> TAKE_BLOCK_BITS) {
-        if last != Some(block) {
-            touched += 1;
-            last = Some(block);
-        }
-    }
-    let blocks: u64 = chunk
-        .ranges()
-        .iter()
-        .filter(|r| r.end > r.start)
-        .map(|r| ((r.end - 1) >> TAKE_BLOCK_BITS) - (r.start >> TAKE_BLOCK_BITS) + 1)
-        .sum();
-    touched * 4 >= blocks
 }
 
 /// Splits `selection` into selections of at most `rows` rows, one at a time: a file may claim
@@ -833,6 +847,33 @@ mod tests {
             matched: 5,
         };
         assert_eq!(evaluated.matching_rows(&chunk), vec![10, 20, 21, 40, 44]);
+    }
+
+    #[test]
+    fn blocks_touched_by_matching_rows_are_counted_against_the_chunks() {
+        let batch = RecordBatch::try_new_with_options(
+            Arc::new(Schema::empty()),
+            vec![],
+            &RecordBatchOptions::new().with_row_count(Some(8192)),
+        )
+        .unwrap();
+        let chunk = RowSelection::from_sorted_ranges(vec![0..8192]);
+        let evaluated = |rows: &[usize]| {
+            let mut bits = vec![false; 8192];
+            rows.iter().for_each(|&r| bits[r] = true);
+            Evaluated { batches: vec![(batch.clone(), BooleanBuffer::from(bits))], matched: rows.len() as u64 }
+        };
+        // Eight blocks of 1,024 rows: one touched is an eighth, two a quarter.
+        assert!(!evaluated(&[0, 5, 1023]).touches_a_quarter_of_blocks(&chunk));
+        assert!(evaluated(&[0, 1024]).touches_a_quarter_of_blocks(&chunk));
+        assert!(evaluated(&(0..8192).step_by(7).collect::<Vec<_>>()).touches_a_quarter_of_blocks(&chunk));
+        assert!(!evaluated(&[]).touches_a_quarter_of_blocks(&chunk));
+        // Rows of a chunk of two ranges map to their file rows' blocks.
+        // Four blocks each, eight in all.
+        let split = RowSelection::from_sorted_ranges(vec![0..4096, 102_400..106_496]);
+        assert!(!evaluated(&[0, 5]).touches_a_quarter_of_blocks(&split));
+        assert!(evaluated(&[0, 4096]).touches_a_quarter_of_blocks(&split));
+        assert_eq!(evaluated(&[0, 4096]).matching_rows(&split), vec![0, 102_400]);
     }
 
     #[test]

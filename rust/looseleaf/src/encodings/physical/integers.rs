@@ -493,9 +493,14 @@ pub fn unpack_filtered(
                     if count == bits.len() {
                         out.extend_from_slice(&values[first..first + count]);
                     } else {
+                        // Compacted in place (the `n`th selected value lies at or after `n`),
+                        // then copied out at once: no capacity check per value.
+                        let mut n = 0;
                         for i in bits.set_indices() {
-                            out.push(values[first + i]);
+                            values[n] = values[first + i];
+                            n += 1;
                         }
+                        out.extend_from_slice(&values[..n]);
                     }
                 }
                 position = end;
