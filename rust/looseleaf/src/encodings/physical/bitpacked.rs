@@ -84,6 +84,15 @@ impl Layout {
 }
 
 impl Layout {
+    /// Appends the reference `count` times: the values of a page of width 0.
+    fn repeat_reference(&self, count: u64, out: &mut MutableBuffer) {
+        let mut value = vec![0u8; self.value_bytes];
+        write_int(self.reference, &mut value);
+        for _ in 0..count {
+            out.extend_from_slice(&value);
+        }
+    }
+
     /// The range of `test` as differences from the reference, to test the packed values
     /// against: `Some(None)` if no value the page can hold passes; `None` if the values cannot
     /// be told exactly from the differences in the test's signedness (the reference plus the
@@ -218,11 +227,7 @@ impl BitpackedDecoder {
         let mut out =
             limits::try_buffer(limits::block_bytes(num_rows, w as u64, "bit-packed values")?, "bit-packed values")?;
         if layout.bit_width == 0 {
-            let mut value = vec![0u8; w];
-            write_int(layout.reference, &mut value);
-            for _ in 0..num_rows {
-                out.extend_from_slice(&value);
-            }
+            layout.repeat_reference(num_rows, &mut out);
         } else if let ([piece], true) = (pieces.as_slice(), layout.value_bytes == layout.lane_bytes) {
             // One run of rows at the lane width: the unpacked blocks are the values.
             let (values, skip) = self.lane_values(layout, piece)?;
@@ -298,11 +303,7 @@ impl BitpackedDecoder {
         let mut out =
             limits::try_buffer(limits::block_bytes(count, w as u64, "bit-packed values")?, "bit-packed values")?;
         if layout.bit_width == 0 {
-            let mut value = vec![0u8; w];
-            write_int(layout.reference, &mut value);
-            for _ in 0..count {
-                out.extend_from_slice(&value);
-            }
+            layout.repeat_reference(count, &mut out);
         } else {
             let mut at = 0usize;
             for piece in self.rows.page_rows(rows_to_skip, num_rows)? {
