@@ -67,12 +67,12 @@ const DENSE_SHARE: f64 = 0.125;
 /// is made in one pass (see [`run_one_pass`]).
 const ONE_PASS_SHARE: f64 = 0.5;
 /// Coalescing gap of storage (bytes) at or below which a request costs about as little as a
-/// copy from memory (local files: see `IoOptions::LOCAL`). There, a filter column the read
+/// copy from memory: that of local files (`IoOptions::LOCAL`). There, a filter column the read
 /// returns is range-tested on its stored pages in stage 2 and its values read again in stage 3
 /// for the matching rows alone: reading its pages twice costs less than decoding every
 /// candidate row (TPC-H Q6, returning `l_discount`: 16.4 -> 13.9 ms in a warm process). On an
 /// object store it would double the column's requests, so its values are read in stage 2.
-const CHEAP_REQUEST_GAP: u64 = 4096;
+const CHEAP_REQUEST_GAP: u64 = crate::io::IoOptions::LOCAL.coalesce.gap.get();
 /// Rows of the blocks a take decodes whole (log2): the FastLanes block of the integer encodings.
 const TAKE_BLOCK_BITS: u32 = 10;
 
