@@ -16,10 +16,12 @@ never learnt of (``ProxyStats.orphaned_uploads``: on S3 a bucket's lifecycle rul
 from __future__ import annotations
 
 import contextlib
+import functools
 import itertools
 import threading
 import time
 from collections.abc import Callable, Iterator
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import numpy as np
@@ -272,29 +274,41 @@ def test_a_failed_listing_is_tried_again(moto, written):
         assert p.stats.injected[fault.name] == 2
 
 
+def _io_error(read: Callable[[], Any], match: str | None = None) -> looseleaf.LooseleafIOError:
+    """The looseleaf I/O error that ``read()`` ends in, within 30 s."""
+    with pytest.raises(looseleaf.LooseleafIOError, match=match) as raised:
+        bounded(read, seconds=30)
+    return raised.value
+
+
 def test_reads_that_lose_every_answer_end_in_a_clear_error(moto, written):
     """Faults that do not pass: after the bounded retries, an error naming the file (or the
-    dataset's directory), long before the bound."""
+    dataset's directory), long before the bound. The reads run at once, each through a proxy
+    of its own: most of their time is their retries' backoff."""
     path, uri = written["file"], written["dataset"]
-    for kind in ("internal_error", "slow_down", "reset", "short"):
-        with faulty(moto, _schedule(kind, limit=None)) as (_, options):
+    with contextlib.ExitStack() as stack, ThreadPoolExecutor(max_workers=16) as pool:
+        failing = []
+        for kind in ("internal_error", "slow_down", "reset", "short"):
+            _, options = stack.enter_context(faulty(moto, _schedule(kind, limit=None)))
             for read in (
-                lambda: looseleaf.open(path, storage_options=options),
-                lambda: looseleaf.dataset(uri, storage_options=options),
+                functools.partial(looseleaf.open, path, storage_options=options),
+                functools.partial(looseleaf.dataset, uri, storage_options=options),
             ):
-                with pytest.raises(looseleaf.LooseleafIOError) as raised:
-                    bounded(read, seconds=30)
-                assert path in str(raised.value) or uri in str(raised.value), str(raised.value)
-    # A reader opened, then the store throttles for good: its reads fail too.
-    schedule = _schedule("slow_down", limit=None, enabled=False)
-    with faulty(moto, schedule) as (_, options):
+                failing.append(pool.submit(_io_error, read))
+        # A reader opened, then the store throttles for good: its reads fail too.
+        schedule = _schedule("slow_down", limit=None, enabled=False)
+        _, options = stack.enter_context(faulty(moto, schedule))
         reader = looseleaf.open(path, storage_options=options)
         dataset = looseleaf.dataset(uri, storage_options=options)
         schedule.enabled = True
-        for read in (reader.to_table, lambda: reader.take(INDICES), dataset.to_table):
-            with pytest.raises(looseleaf.LooseleafIOError, match="SlowDown") as raised:
-                bounded(read, seconds=30)
-            assert "faults/read/" in str(raised.value), str(raised.value)
+        throttled = [
+            pool.submit(_io_error, read, "SlowDown")
+            for read in (reader.to_table, functools.partial(reader.take, INDICES), dataset.to_table)
+        ]
+        for error in (f.result() for f in failing):
+            assert path in str(error) or uri in str(error), str(error)
+        for error in (f.result() for f in throttled):
+            assert "faults/read/" in str(error), str(error)
 
 
 def test_a_read_of_a_store_that_stalls_for_good_ends_after_its_timeouts(moto, written):

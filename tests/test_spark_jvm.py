@@ -367,13 +367,15 @@ def test_a_cancelled_job_stops_its_native_read_at_once(jvm, s3):
 
     proxy = S3Proxy(s3.port)
     stall = {"seconds": 0.0}
+    stalled = threading.Event()
     served = proxy._serve
 
     def serve(handler):
         ranged = handler.headers.get("Range") or ""
         data = ranged.startswith("bytes=") and not ranged.startswith("bytes=-")
         if stall["seconds"] and data and int(ranged[len("bytes=") :].split("-")[0]) < 1 << 20:
-            time.sleep(stall["seconds"])
+            stalled.set()
+            proxy._closing.wait(stall["seconds"])
         served(handler)
 
     proxy._serve = serve
@@ -397,12 +399,8 @@ def test_a_cancelled_job_stops_its_native_read_at_once(jvm, s3):
 
         job = threading.Thread(target=run)
         job.start()
-        deadline = time.time() + 60
-        while time.time() < deadline and not any(
-            (r[2] or "").startswith("bytes=") and not (r[2] or "").startswith("bytes=-")
-            for r in list(proxy.stats.requests)[-50:]
-        ):
-            time.sleep(0.05)
+        # The proxy records a request once answered: a stalled one shows only through `stalled`.
+        assert stalled.wait(60), "the read never asked the stalled store for its data"
         time.sleep(1.0)  # the task is now blocked waiting for the stalled store
         cancelled = time.time()
         jvm.sparkContext.cancelAllJobs()
