@@ -281,7 +281,8 @@ impl BitpackedDecoder {
 
 impl BitpackedDecoder {
     /// The rows of `rows_to_skip..rows_to_skip + num_rows` where `selected` is set, as values
-    /// of `layout`; `None` for 16-byte values in 64-bit lanes (widened as a whole block).
+    /// of `layout`. 16-byte values in 64-bit lanes (decimals above 18 digits, or asked for at
+    /// 128 bits) are unpacked as differences and widened, the selected ones alone.
     fn decode_selected_as(
         &self,
         layout: &Layout,
@@ -289,7 +290,10 @@ impl BitpackedDecoder {
         num_rows: u64,
         selected: &BooleanBuffer,
     ) -> Result<Option<DataBlock>> {
-        if layout.value_bytes != layout.lane_bytes {
+        // The writer's lanes are the values' width up to 8 bytes, and 8 bytes for 16-byte values;
+        // any other pairing (a file's claim) is left to `decode_as`, which checks it.
+        let widened = layout.value_bytes != layout.lane_bytes;
+        if widened && (layout.value_bytes, layout.lane_bytes) != (16, 8) {
             return Ok(None);
         }
         ensure!(
@@ -305,6 +309,9 @@ impl BitpackedDecoder {
         if layout.bit_width == 0 {
             layout.repeat_reference(count, &mut out);
         } else {
+            // Widened values are unpacked as their 64-bit differences first (`lane_reference` is
+            // then 0), sized by the selection like `out`.
+            let mut differences = MutableBuffer::new(0);
             let mut at = 0usize;
             for piece in self.rows.page_rows(rows_to_skip, num_rows)? {
                 let len = (piece.end - piece.start) as usize;
@@ -312,8 +319,12 @@ impl BitpackedDecoder {
                 let rows = (piece.start - first_row) as usize..(piece.end - first_row) as usize;
                 let bits = selected.slice(at, len);
                 let (width, lanes, reference) = (layout.bit_width, layout.lane_bytes, layout.lane_reference());
-                unpack_filtered(&packed, width, lanes, reference, rows, &bits, &mut out)?;
+                let into = if widened { &mut differences } else { &mut out };
+                unpack_filtered(&packed, width, lanes, reference, rows, &bits, into)?;
                 at += len;
+            }
+            if widened {
+                widen_into(differences.as_slice(), layout.reference, &mut out);
             }
         }
         ensure!(out.len() as u64 == count * w as u64, internal, "bit-packed page decoded the wrong number of values");
