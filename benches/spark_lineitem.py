@@ -23,7 +23,10 @@ alternation, Spark reading each:
 - ``write``: the Parquet copy read and written again in each format (the same read for all).
 
 and prints the median of each with the ratio of each looseleaf path to Parquet (below 1:
-looseleaf faster): warm (one session, after a warm-up run) and as the first query of a fresh
+looseleaf faster). DuckDB runs the queries it can answer the same way (Q1, Q6 sorted and not,
+both counts) on the same Parquet files (``duckdb-parquet``; left out with ``--no-duckdb`` or
+when it is not installed): not a Spark reader, but what a team could run those queries with
+instead: warm (one session, after a warm-up run) and as the first query of a fresh
 Spark driver process (``--fresh-runs``, the session started before the clock), which is what a
 scheduled job or a notebook's first cell sees.
 Absolute times on shared machines are noisy; the ratio is the figure. Results also go to
@@ -116,6 +119,49 @@ QUERIES = [
 ]
 #: The paths measured, by the label the figures use.
 JVM, PYTHON = "looseleaf-jvm", "looseleaf-python"
+DUCKDB = "duckdb-parquet"
+#: The queries DuckDB answers as Spark does (the others are Spark's own sinks and writers).
+DUCKDB_QUERIES = ("TPC-H Q1", "TPC-H Q6", "TPC-H Q6, sorted", "count", "count, filtered")
+
+
+class DuckDbQueries:
+    """The queries of :data:`DUCKDB_QUERIES` in DuckDB, over the Parquet copies in ``directory``."""
+
+    def __init__(self, directory: Path, cores: str) -> None:
+        import duckdb
+
+        self.directory = directory
+        self.connection = duckdb.connect()
+        if cores != "*":
+            self.connection.execute(f"set threads = {int(cores)}")
+
+    def run(self, name: str) -> list[tuple]:
+        suffix = "_sorted" if name.endswith("sorted") else ""
+        files = str(self.directory / f"parquet{suffix}" / "*.parquet")
+        table = f"read_parquet('{files}')"
+        if name.startswith("count"):
+            where = f" where {Q6_FILTER}" if name == "count, filtered" else ""
+            return self.connection.execute(f"select count(*) from {table}{where}").fetchall()
+        query = (Q1 if "Q1" in name else Q6).replace("from lineitem", f"from {table}")
+        return self.connection.execute(query).fetchall()
+
+
+def same_answer(name: str, spark_answer: object, duckdb_answer: list[tuple]) -> bool:
+    """Whether DuckDB's rows are Spark's: exact, but averages (a double in DuckDB, a decimal of
+    6 places in Spark) to Spark's last place."""
+    if name.startswith("count"):
+        return duckdb_answer == [(spark_answer,)]
+    if len(spark_answer) != len(duckdb_answer):
+        return False
+    for spark_row, duck_row in zip(spark_answer, duckdb_answer, strict=True):
+        for field, a, b in zip(spark_row.__fields__, spark_row, duck_row, strict=True):
+            if field.startswith("avg_"):
+                # Spark's average is a decimal rounded to its scale: within a unit of that place.
+                if abs(float(a) - float(b)) > 10.0 ** a.as_tuple().exponent:
+                    return False
+            elif a != b:
+                return False
+    return True
 
 
 class Queries:
@@ -170,9 +216,26 @@ class Queries:
         return self.spark.sql(Q1 if "Q1" in name else Q6).collect()
 
 
+def report(name: str, medians: dict[str, float]) -> dict[str, float]:
+    """Prints a query's medians with each path's ratio to Spark's Parquet reader; returns them."""
+    result = {f"{fmt}_s": m for fmt, m in medians.items()}
+    line = f"  {name:<18} Parquet {medians['parquet'] * 1000:7.0f} ms"
+    for fmt, median in medians.items():
+        if fmt != "parquet":
+            ratio = median / medians["parquet"]
+            result[f"{fmt}_ratio"] = ratio
+            line += f"   {fmt} {median * 1000:7.0f} ms ({ratio:4.2f}x)"
+    print(line)
+    return result
+
+
 def worker(args, name: str, fmt: str) -> int:
     """Runs one query once in this fresh process (its session started before the clock) and
     prints the time it took."""
+    if fmt == DUCKDB:
+        queries = DuckDbQueries(args.dir, args.cores)
+        print(json.dumps({"seconds": seconds(lambda: queries.run(name))}))
+        return 0
     import looseleaf.spark
 
     spark = start_spark(args.cores, fmt == JVM)
@@ -214,6 +277,7 @@ def main() -> int:
         help="the queries to run, separated by ';' (default: all): " + "; ".join(QUERIES),
     )
     parser.add_argument("--no-python", action="store_true", help="leave the Python data source out")
+    parser.add_argument("--no-duckdb", action="store_true", help="leave DuckDB on the Parquet copies out")
     parser.add_argument("--worker", nargs=2, metavar=("QUERY", "FORMAT"), help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.worker:
@@ -256,6 +320,12 @@ def main() -> int:
     print(f"  on disk: Parquet (snappy) {mb['parquet']}, looseleaf {mb['looseleaf']}")
 
     queries = Queries(spark, directory)
+    duck = None
+    if not args.no_duckdb:
+        try:
+            duck = DuckDbQueries(directory, args.cores)
+        except ImportError:
+            print("  DuckDB is left out: it is not installed (pip install duckdb)")
     # Same answers first, then warm-up, then alternate the timed runs.
     for name in ("TPC-H Q1", "TPC-H Q6", "TPC-H Q6, sorted", "count", "count, filtered"):
         if name not in selected:
@@ -263,6 +333,8 @@ def main() -> int:
         answers = {fmt: queries.run(name, fmt) for fmt in formats}
         if any(answer != answers["parquet"] for answer in answers.values()):
             sys.exit(f"{name} differs between formats: {answers}")
+        if duck is not None and not same_answer(name, answers["parquet"], duck.run(name)):
+            sys.exit(f"{name}: DuckDB's answer {duck.run(name)} differs from Spark's {answers['parquet']}")
     if "write" in selected:
         for fmt in formats:
             queries.run("write", fmt)
@@ -272,36 +344,30 @@ def main() -> int:
     results = {}
     print("  warm (one session, after a warm-up run):")
     for name in selected:
-        times: dict[str, list[float]] = {fmt: [] for fmt in formats}
+        paths = [*formats, *([DUCKDB] if duck is not None and name in DUCKDB_QUERIES else [])]
+
+        def run(fmt: str, name: str = name) -> object:
+            return duck.run(name) if fmt == DUCKDB else queries.run(name, fmt)
+
+        times: dict[str, list[float]] = {fmt: [] for fmt in paths}
         for fmt in times:
-            queries.run(name, fmt)  # warm-up
+            run(fmt)  # warm-up
         for _ in range(args.runs):
             for fmt in times:
-                times[fmt].append(seconds(lambda fmt=fmt, name=name: queries.run(name, fmt)))
+                times[fmt].append(seconds(lambda fmt=fmt: run(fmt)))
         medians = {fmt: statistics.median(t) for fmt, t in times.items()}
-        results[name] = {f"{fmt}_s": m for fmt, m in medians.items()}
-        line = f"  {name:<18} Parquet {medians['parquet'] * 1000:7.0f} ms"
-        for fmt in formats[1:]:
-            ratio = medians[fmt] / medians["parquet"]
-            results[name][f"{fmt}_ratio"] = ratio
-            line += f"   {fmt} {medians[fmt] * 1000:7.0f} ms ({ratio:4.2f}x)"
-        print(line)
+        results[name] = report(name, medians)
     spark.stop()
 
     if args.fresh_runs:
         print(f"  first query of a fresh session (a new Spark driver per run, median of {args.fresh_runs}):")
     for name in selected if args.fresh_runs else ():
+        paths = [*formats, *([DUCKDB] if duck is not None and name in DUCKDB_QUERIES else [])]
         medians = {}
-        for fmt in formats:
+        for fmt in paths:
             samples = [fresh_run(args, directory, name, fmt) for _ in range(args.fresh_runs)]
             medians[fmt] = statistics.median(samples)
-        results[f"{name}, fresh"] = {f"{fmt}_s": m for fmt, m in medians.items()}
-        line = f"  {name:<18} Parquet {medians['parquet'] * 1000:7.0f} ms"
-        for fmt in formats[1:]:
-            ratio = medians[fmt] / medians["parquet"]
-            results[f"{name}, fresh"][f"{fmt}_ratio"] = ratio
-            line += f"   {fmt} {medians[fmt] * 1000:7.0f} ms ({ratio:4.2f}x)"
-        print(line)
+        results[f"{name}, fresh"] = report(name, medians)
 
     out = RESULTS / "spark_lineitem.json"
     out.parent.mkdir(exist_ok=True)
