@@ -23,12 +23,12 @@ alternation, Spark reading each:
 - ``write``: the Parquet copy read and written again in each format (the same read for all).
 
 and prints the median of each with the ratio of each looseleaf path to Parquet (below 1:
-looseleaf faster). DuckDB runs the queries it can answer the same way (Q1, Q6 sorted and not,
-both counts) on the same Parquet files (``duckdb-parquet``; left out with ``--no-duckdb`` or
-when it is not installed): not a Spark reader, but what a team could run those queries with
-instead: warm (one session, after a warm-up run) and as the first query of a fresh
+looseleaf faster): warm (one session, after a warm-up run) and as the first query of a fresh
 Spark driver process (``--fresh-runs``, the session started before the clock), which is what a
-scheduled job or a notebook's first cell sees.
+scheduled job or a notebook's first cell sees. DuckDB runs the queries it can answer the same
+way (Q1, Q6 sorted and not, both counts) on the same Parquet files, its answers checked against
+Spark's (``duckdb-parquet``; left out with ``--no-duckdb`` or when it is not installed): not a
+Spark reader, but what a team could run those queries with instead.
 Absolute times on shared machines are noisy; the ratio is the figure. Results also go to
 ``benches/results/spark_lineitem.json``.
 
@@ -49,6 +49,7 @@ import statistics
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 from harness import DATA, RESULTS, ROOT
 from harness.data import generate_lineitem
@@ -146,7 +147,7 @@ class DuckDbQueries:
         return self.connection.execute(query).fetchall()
 
 
-def same_answer(name: str, spark_answer: object, duckdb_answer: list[tuple]) -> bool:
+def same_answer(name: str, spark_answer: Any, duckdb_answer: list[tuple]) -> bool:
     """Whether DuckDB's rows are Spark's: exact, but averages (a double in DuckDB, a decimal of
     6 places in Spark) to Spark's last place."""
     if name.startswith("count"):
@@ -333,8 +334,9 @@ def main() -> int:
         answers = {fmt: queries.run(name, fmt) for fmt in formats}
         if any(answer != answers["parquet"] for answer in answers.values()):
             sys.exit(f"{name} differs between formats: {answers}")
-        if duck is not None and not same_answer(name, answers["parquet"], duck.run(name)):
-            sys.exit(f"{name}: DuckDB's answer {duck.run(name)} differs from Spark's {answers['parquet']}")
+        duck_answer = duck.run(name) if duck is not None else None
+        if duck_answer is not None and not same_answer(name, answers["parquet"], duck_answer):
+            sys.exit(f"{name}: DuckDB's answer {duck_answer} differs from Spark's {answers['parquet']}")
     if "write" in selected:
         for fmt in formats:
             queries.run("write", fmt)
