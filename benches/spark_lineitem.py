@@ -343,10 +343,15 @@ def main() -> int:
         written = {fmt: queries.written(fmt) for fmt in formats}
         if any(w != written["parquet"] for w in written.values()):
             sys.exit(f"the writes differ between formats: {written}")
+
+    def paths_of(name: str) -> list[str]:
+        """The paths timed for query ``name``: the formats, and DuckDB where it answers it."""
+        return [*formats, *([DUCKDB] if duck is not None and name in DUCKDB_QUERIES else [])]
+
     results = {}
     print("  warm (one session, after a warm-up run):")
     for name in selected:
-        paths = [*formats, *([DUCKDB] if duck is not None and name in DUCKDB_QUERIES else [])]
+        paths = paths_of(name)
 
         def run(fmt: str, name: str = name) -> object:
             return duck.run(name) if fmt == DUCKDB else queries.run(name, fmt)
@@ -364,7 +369,7 @@ def main() -> int:
     if args.fresh_runs:
         print(f"  first query of a fresh session (a new Spark driver per run, median of {args.fresh_runs}):")
     for name in selected if args.fresh_runs else ():
-        paths = [*formats, *([DUCKDB] if duck is not None and name in DUCKDB_QUERIES else [])]
+        paths = paths_of(name)
         medians = {}
         for fmt in paths:
             samples = [fresh_run(args, directory, name, fmt) for _ in range(args.fresh_runs)]
