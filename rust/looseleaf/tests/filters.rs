@@ -380,6 +380,66 @@ fn ranges_the_zone_maps_vouch_for_are_read_in_one_pass() {
     assert_eq!((counts.chunks_scanned, counts.chunks_taken, counts.rows_matched), (0, 0, 13_500), "{counts:?}");
 }
 
+/// Decimals come back in the type the schema declares whichever way a filtered read goes: its
+/// stages compare a decimal filter column at 8 bytes and widen it where it is returned, and
+/// decode the other decimal columns at 16 bytes.
+#[test]
+fn filtered_reads_return_decimals_as_declared_in_one_pass_and_in_stages() {
+    let mut rng = StdRng::seed_from_u64(5);
+    let rows = 20_000usize;
+    let decimal = |values: Vec<Option<i128>>, precision| {
+        Arc::new(Decimal128Array::from(values).with_precision_and_scale(precision, 2).unwrap()) as ArrayRef
+    };
+    // `d` ascending without nulls (its zones vouch for a range), `e` random with nulls.
+    let d = decimal((0..rows as i128).map(|i| Some(i * 3 - 9_000)).collect(), 15);
+    let e = decimal(
+        (0..rows).map(|_| (!rng.random_bool(0.1)).then(|| rng.random_range(-10i128.pow(11)..10i128.pow(11)))).collect(),
+        12,
+    );
+    let s: ArrayRef = Arc::new(StringArray::from_iter_values((0..rows).map(|i| format!("s{}", i % 97))));
+    let schema = Arc::new(Schema::new(vec![
+        Field::new("d", d.data_type().clone(), false),
+        Field::new("e", e.data_type().clone(), true),
+        Field::new("s", DataType::Utf8, false),
+    ]));
+    let t = RecordBatch::try_new(schema.clone(), vec![d.clone(), e.clone(), s]).unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("decimals.leaf");
+    let options = WriterOptions::default().with_zone_map_rows(1000);
+    runtime().block_on(write_file_with(&path, &schema, std::slice::from_ref(&t), options));
+    let file = runtime().block_on(FileReader::open_path(&path)).unwrap();
+    let constant =
+        |v: i128| Arc::new(Decimal128Array::from(vec![v]).with_precision_and_scale(15, 2).unwrap()) as ArrayRef;
+    let compare = |column: &str, op, v| Predicate::Compare { column: vec![column.into()], op, value: constant(v) };
+    let in_d = Predicate::And(vec![compare("d", CompareOp::GtEq, 0), compare("d", CompareOp::Lt, 40_000)]);
+    let (d, e) =
+        (d.as_any().downcast_ref::<Decimal128Array>().unwrap(), e.as_any().downcast_ref::<Decimal128Array>().unwrap());
+    let in_d_rows = |r: usize| (0..40_000).contains(&d.value(r));
+    let rows_where = |keep: &dyn Fn(usize) -> bool| (0..rows).filter(|&r| keep(r)).map(|r| r as u64).collect();
+    let cases: [(Predicate, Vec<u64>, bool); 2] = [
+        (in_d.clone(), rows_where(&in_d_rows), true),
+        (
+            Predicate::And(vec![in_d, compare("e", CompareOp::Gt, 0)]),
+            rows_where(&|r| in_d_rows(r) && e.is_valid(r) && e.value(r) > 0),
+            false,
+        ),
+    ];
+    for (predicate, kept, one_pass) in cases {
+        for columns in [&["d", "e"][..], &["e"][..], &["s", "d"][..], &["e", "d", "s"][..]] {
+            let names: Vec<String> = columns.iter().map(|c| c.to_string()).collect();
+            let read = file.read().with_columns(names).with_filter(predicate.clone()).with_batch_size(common::nz(500));
+            let mut stream = runtime().block_on(read.stream()).unwrap();
+            let batches: Vec<RecordBatch> =
+                runtime().block_on(futures::TryStreamExt::try_collect(&mut stream)).unwrap();
+            assert_eq!(stream.filter_stats().unwrap().one_pass, one_pass, "{columns:?}");
+            let projected =
+                t.project(&columns.iter().map(|c| schema.index_of(c).unwrap()).collect::<Vec<_>>()).unwrap();
+            let want = arrow_select::take::take_record_batch(&projected, &UInt64Array::from(kept.clone())).unwrap();
+            assert_eq!(concat(stream.schema(), &batches), want, "{columns:?} one pass: {one_pass}");
+        }
+    }
+}
+
 // Comparisons of decimals and dates, as the filtered read's stages run them: decimals of up to
 // 18 digits at their native width (never widened to compare), the comparisons of one column
 // folded into one interval. Checked against an evaluation on the values as `i128`, with every

@@ -106,9 +106,7 @@ impl ReadBuilder<FileReader> {
         if options.string_view == Some(true) {
             fields.iter_mut().for_each(with_string_views);
         }
-        if self.decimal64 {
-            fields.iter_mut().for_each(with_decimal64);
-        }
+        fields.iter_mut().filter(|f| self.decimal64.contains(f.field.name())).for_each(with_decimal64);
         // A tested column's decoder returns booleans; its column tree keeps the stored type,
         // which its pages are scheduled and decoded by.
         let schema = Arc::new(Schema::new_with_metadata(

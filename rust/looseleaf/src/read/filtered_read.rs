@@ -35,7 +35,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 
 use arrow_array::{ArrayRef, BooleanArray, RecordBatch, RecordBatchOptions};
 use arrow_buffer::{BooleanBuffer, BooleanBufferBuilder};
-use arrow_schema::{DataType, Schema, SchemaRef};
+use arrow_schema::{DataType, FieldRef, Schema, SchemaRef};
 use arrow_select::coalesce::BatchCoalescer;
 use futures::StreamExt;
 use tokio::sync::mpsc;
@@ -179,15 +179,15 @@ struct Setup {
     returned_filters: Vec<usize>,
     /// The read's schema.
     schema: SchemaRef,
-    /// The schema the stages work in: decimals of up to 18 digits at their native width
-    /// (`Decimal64`), compared and filtered so and widened only in the batches returned.
+    /// The schema the stages work in: the filter columns' decimals of up to 18 digits at their
+    /// native width (`Decimal64`), compared and filtered so and widened only in the batches
+    /// returned; the other columns' as the read returns them, decoded so in stage 3.
     working: SchemaRef,
     candidates: RowSelection,
     zones: ZoneCounts,
     chunk_rows: u64,
     batch_size: usize,
-    /// Sub-reads start from this: no columns, rows or filter set, the read's options, decimals
-    /// of up to 18 digits as `Decimal64`.
+    /// Sub-reads start from this: no columns, rows or filter set, the read's options.
     base: ReadBuilder,
 }
 
@@ -257,23 +257,12 @@ async fn setup(builder: &ReadBuilder) -> Result<Setup> {
     // see `ReadBuilder::stream`).
     let base = ReadBuilder::new(file.clone())
         .with_options(builder.resolved_options())
-        .with_trace_option(builder.trace().cloned())
-        .with_decimal64();
+        .with_trace_option(builder.trace().cloned());
     let base = match builder.explicit_io_options() {
         Some(io) => base.with_io_options(io),
         None => base,
     };
-    let working = Arc::new(Schema::new_with_metadata(
-        schema
-            .fields()
-            .iter()
-            .map(|field| match decimal64_type(field.data_type()) {
-                Some(narrow) => Arc::new(field.as_ref().clone().with_data_type(narrow)),
-                None => field.clone(),
-            })
-            .collect::<Vec<_>>(),
-        schema.metadata().clone(),
-    ));
+    let working = working_schema(&schema, |i| matches!(sources[i], Source::Filter(_)));
     Ok(Setup {
         predicate: Arc::new(predicate),
         tested_predicate: Arc::new(tested_predicate),
@@ -292,6 +281,26 @@ async fn setup(builder: &ReadBuilder) -> Result<Setup> {
         batch_size,
         base,
     })
+}
+
+/// `schema` with the decimals of up to 18 digits of the columns `narrow` picks (by position) as
+/// `Decimal64`: the schema a filtered read's stages work in.
+fn working_schema(schema: &SchemaRef, narrow: impl Fn(usize) -> bool) -> SchemaRef {
+    let fields: Vec<FieldRef> = schema
+        .fields()
+        .iter()
+        .enumerate()
+        .map(|(i, field)| match decimal64_type(field.data_type()).filter(|_| narrow(i)) {
+            Some(narrow) => Arc::new(field.as_ref().clone().with_data_type(narrow)),
+            None => field.clone(),
+        })
+        .collect();
+    Arc::new(Schema::new_with_metadata(fields, schema.metadata().clone()))
+}
+
+/// The stage-2 read of `setup`'s filter columns, their decimals at their native width.
+fn filter_read(base: &ReadBuilder, setup: &Setup) -> ReadBuilder {
+    sub_read(base, &setup.filter_names).with_decimal64(setup.filter_names.clone())
 }
 
 /// A sub-read of `columns`: the read's options, its dictionary columns among `columns`.
@@ -369,9 +378,7 @@ async fn run_chunks(
     }
     let mut chunks = split(&setup.candidates, setup.chunk_rows);
     let start_stage2 = |chunk: RowSelection| {
-        let read = sub_read(&base, &setup.filter_names)
-            .with_selection(chunk.clone())
-            .with_range_tests(setup.range_tests.clone());
+        let read = filter_read(&base, setup).with_selection(chunk.clone()).with_range_tests(setup.range_tests.clone());
         let (predicate, fields) = (setup.tested_predicate.clone(), setup.filter_fields.clone());
         tokio::spawn(evaluate_chunk(read, chunk, predicate, fields))
     };
@@ -447,8 +454,14 @@ async fn run_one_pass(
         .collect::<Option<_>>()
         .ok_or_else(|| Error::internal("an output column was not read"))?;
     let filters = setup.filter_names.len();
-    let mut stream = sub_read(base, &columns).with_selection(setup.candidates.clone()).stream_unfiltered().await?;
-    let mut output = Output::new(setup.working.clone(), setup.schema.clone(), setup.batch_size);
+    let mut stream = sub_read(base, &columns)
+        .with_decimal64(setup.filter_names.clone())
+        .with_selection(setup.candidates.clone())
+        .stream_unfiltered()
+        .await?;
+    // Returned columns read as filter columns are narrow; the others as the read returns them.
+    let working = working_schema(&setup.schema, |i| outputs[i] < filters);
+    let mut output = Output::new(working.clone(), setup.schema.clone(), setup.batch_size);
     while let Some(batch) = stream.next().await {
         let batch = batch?;
         let filter_columns: FilterColumns =
@@ -457,7 +470,7 @@ async fn run_one_pass(
         stats.rows_matched.fetch_add(mask.count_set_bits() as u64, Ordering::Relaxed);
         let options = RecordBatchOptions::new().with_row_count(Some(batch.num_rows()));
         let returned = outputs.iter().map(|&i| batch.column(i).clone()).collect();
-        let returned = RecordBatch::try_new_with_options(setup.working.clone(), returned, &options)?;
+        let returned = RecordBatch::try_new_with_options(working.clone(), returned, &options)?;
         output.push(returned, Some(&mask))?;
         output.send_completed(sender).await?;
     }
@@ -817,7 +830,7 @@ pub(crate) async fn filtered_plan(builder: ReadBuilder) -> Result<FilteredPlan> 
     let filter_columns = if setup.filter_names.is_empty() || setup.candidates.num_rows() == 0 {
         IoPlan::default()
     } else {
-        sub_read(&setup.base, &setup.filter_names).with_selection(setup.candidates.clone()).plan_unfiltered().await?
+        filter_read(&setup.base, &setup).with_selection(setup.candidates.clone()).plan_unfiltered().await?
     };
     Ok(FilteredPlan { zones: setup.zones, candidate_rows: setup.candidates.num_rows(), filter_columns })
 }

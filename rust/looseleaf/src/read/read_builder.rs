@@ -112,10 +112,10 @@ pub struct ReadBuilder<S = FileReader> {
     /// The timings the read adds to: a filtered read's stages share its own (so that a filtered
     /// read reports its decoding time); a read's own otherwise. Set only inside the crate.
     pub(crate) metrics: Option<Arc<ReadMetrics>>,
-    /// Decimals of up to 18 digits are returned as `Decimal64`, never widened (a filtered
-    /// read's stages compare and filter them so, and widen only the rows returned). Set only
-    /// inside the crate.
-    pub(crate) decimal64: bool,
+    /// Top-level columns whose decimals of up to 18 digits are returned as `Decimal64`, never
+    /// widened: a filtered read's filter columns, which its stages compare and filter so (and
+    /// widen only where the read returns them). Set only inside the crate.
+    pub(crate) decimal64: Vec<String>,
     /// Top-level columns returned as the result of a range test on their values (a boolean
     /// array, null where the value is null) instead of the values: a filtered read's filter
     /// columns that only a range test reads. Set only inside the crate.
@@ -139,7 +139,7 @@ impl<S> ReadBuilder<S> {
             trace: None,
             io_scheduler: None,
             metrics: None,
-            decimal64: false,
+            decimal64: Vec::new(),
             range_tests: Vec::new(),
             selected_rows: None,
         }
@@ -282,9 +282,10 @@ impl<S> ReadBuilder<S> {
         Self { metrics: Some(metrics), ..self }
     }
 
-    /// Returns decimals of up to 18 digits as `Decimal64` (see [`Self::decimal64`]).
-    pub(crate) fn with_decimal64(self) -> Self {
-        Self { decimal64: true, ..self }
+    /// Returns the decimals of up to 18 digits of `columns` as `Decimal64` (see
+    /// [`Self::decimal64`]).
+    pub(crate) fn with_decimal64(self, columns: Vec<String>) -> Self {
+        Self { decimal64: columns, ..self }
     }
 
     /// Returns each column of `tests` as its test's result (see [`Self::range_tests`]).
