@@ -337,6 +337,16 @@ def _check_comparable(column: pa.DataType, literal: pa.DataType) -> None:
         raise Incomparable(f"{column} vs {literal}")
 
 
+def _same_member(v: Any, w: Any) -> bool:
+    """Whether ``is_in`` matches value ``v`` with member ``w``: pyarrow's set lookup tells NaN
+    from nothing and -0.0 from 0.0 (``is_in([-0.0], [0.0])`` is false)."""
+    if _is_nan(v) or _is_nan(w):
+        return _is_nan(v) and _is_nan(w)
+    if isinstance(v, float) and isinstance(w, float) and v == 0 == w:
+        return math.copysign(1.0, v) == math.copysign(1.0, w)
+    return v == w
+
+
 def _is_nan(v: Any) -> bool:
     return isinstance(v, float) and math.isnan(v)
 
@@ -389,7 +399,8 @@ def _literal_type(spec: tuple) -> pa.DataType:
 
 def exact(spec: tuple, table: pa.Table) -> list[bool | None]:
     """The predicate on every row, evaluated in Python: Kleene logic, numbers compared exactly,
-    NaN compares false but for ``!=``, ``is_in`` matches NaN with NaN."""
+    NaN compares false but for ``!=``; ``is_in`` matches as pyarrow's does: its set cast to the
+    column's type, NaN matching NaN, a zero only a zero of its sign."""
     n = table.num_rows
     kind = spec[0]
     if kind in ("cmp", "isin"):
@@ -411,9 +422,12 @@ def exact(spec: tuple, table: pa.Table) -> list[bool | None]:
     if kind == "isin":
         _, path, values, skip_nulls = spec
         wanted = [v for v in values if v is not None]
+        if column_type(path) == pa.float32() and all(isinstance(w, float) for w in wanted):
+            # pyarrow looks the values up in the set cast to the column's type (1e300 as inf).
+            wanted = pa.array(wanted, pa.float64()).cast(pa.float32(), safe=False).to_pylist()
         null_matches = None in values and not skip_nulls
         return [
-            null_matches if v is None else any(v == w or (_is_nan(v) and _is_nan(w)) for w in wanted)
+            null_matches if v is None else any(_same_member(v, w) for w in wanted)
             for v in _column_values(table, path)
         ]
     if kind == "null":
