@@ -721,15 +721,21 @@ impl Output {
 
     fn push(&mut self, batch: RecordBatch, mask: Option<&BooleanBuffer>) -> Result<()> {
         match &mut self.coalescer {
-            // A batch of between half and all the batch size whose rows all match goes out as it is,
-            // without a copy (the rows inside a range of a sorted column), when nothing is
-            // waiting before it.
+            // A batch whose rows all match goes out as it is, without a copy (the rows inside a
+            // range of a sorted column): one of between half and all the batch size when nothing
+            // is waiting before it; a full one always, the rows waiting before it sent first as a
+            // shorter batch (else one partial batch at a range's start would have every batch
+            // after it copied).
             Some(coalescer)
-                if coalescer.get_buffered_rows() == 0
-                    && 2 * batch.num_rows() >= self.batch_size
-                    && batch.num_rows() <= self.batch_size
-                    && mask.is_none_or(|m| m.count_set_bits() == batch.num_rows()) =>
+                if batch.num_rows() <= self.batch_size
+                    && mask.is_none_or(|m| m.count_set_bits() == batch.num_rows())
+                    && (batch.num_rows() == self.batch_size
+                        || (coalescer.get_buffered_rows() == 0 && 2 * batch.num_rows() >= self.batch_size)) =>
             {
+                coalescer.finish_buffered_batch()?;
+                while let Some(done) = coalescer.next_completed_batch() {
+                    self.ready.push(done);
+                }
                 self.ready.push(batch);
             }
             Some(coalescer) => {
