@@ -71,6 +71,8 @@ const DENSE_SHARE: f64 = 0.125;
 /// the rows (24 against 28 ms), the scan beats it from 3% (33 against 40 ms; at 10% 42 against
 /// 71 ms); with these costs the planner switches near 2%.
 const TAKE_ROW_COST: u64 = 400;
+/// What a scan costs per row of its chunk, in bytes, where requests are cheap (see
+/// [`TAKE_ROW_COST`]).
 const SCAN_ROW_COST: u64 = 8;
 /// Share of the rows left after stage 1 that the zone maps say all match, above which the read
 /// is made in one pass (see [`run_one_pass`]).
@@ -615,7 +617,6 @@ async fn rows_to_take(
     if setup.others_fixed_width && evaluated.touches_a_quarter_of_blocks(chunk) {
         return Ok(None);
     }
-    let rows = evaluated.matching_rows(chunk);
     let read = sub_read(base, &setup.other_names);
     let request = read.io_options().coalesce.gap.get().max(4096) * REQUEST_COST_GAPS;
     let cost = |plan: &IoPlan| {
@@ -623,15 +624,16 @@ async fn rows_to_take(
         total.read_bytes + total.reads * request
     };
     let (take_rows, scan_rows) = match read.io_options().coalesce.gap.get() <= CHEAP_REQUEST_GAP {
-        true => (rows.len() as u64 * TAKE_ROW_COST, chunk.num_rows() * SCAN_ROW_COST),
+        true => (evaluated.matched * TAKE_ROW_COST, chunk.num_rows() * SCAN_ROW_COST),
         false => (0, 0),
     };
     let scan = cost(&read.clone().with_selection(chunk.clone()).plan_unfiltered().await?) + scan_rows;
-    // Planning a take of many rows costs about as much as a scan of them: not planned when its
-    // rows alone cost more than the scan.
+    // Listing the rows and planning a take of many costs about as much as a scan of them:
+    // neither is done when the rows alone cost more than the scan.
     if take_rows >= scan {
         return Ok(None);
     }
+    let rows = evaluated.matching_rows(chunk);
     let take = cost(&read.with_indices(rows.clone()).plan_unfiltered().await?) + take_rows;
     Ok((take < scan).then_some(rows))
 }
