@@ -697,7 +697,9 @@ def _lineitem_like(rows: int, seed: int) -> pa.Table:
 @pytest.fixture(scope="module")
 def lineitem_like(jvm, tmp_path_factory):
     """The same rows as two looseleaf files and as Parquet files read by Spark's own reader (the
-    independent truth), registered as the views ``leaf`` and ``truth``."""
+    independent truth), registered as the views ``leaf`` (small partitions: aggregates pushed
+    partially), ``leaf_whole`` (one partition holds every file's columns: aggregates pushed
+    completely) and ``truth``."""
     import pyarrow.parquet as pq
 
     directory = tmp_path_factory.mktemp("lineitem_like")
@@ -709,6 +711,7 @@ def lineitem_like(jvm, tmp_path_factory):
         pq.write_table(table, str(directory / "truth" / f"part-{n}.parquet"))
     # Small partitions: several ranges of each file, whose partial results Spark merges.
     _read(jvm, directory / "leaf", maxPartitionBytes=16384).createOrReplaceTempView("leaf")
+    _read(jvm, directory / "leaf").createOrReplaceTempView("leaf_whole")
     jvm.read.parquet(str(directory / "truth")).createOrReplaceTempView("truth")
     return directory
 
@@ -767,11 +770,19 @@ AGGREGATE_QUERIES = [
 ]
 
 
+@pytest.mark.parametrize("view", ["leaf", "leaf_whole"])
 @pytest.mark.parametrize("query", AGGREGATE_QUERIES)
-def test_aggregates_computed_by_the_core_equal_sparks(jvm, lineitem_like, query):
-    got = jvm.sql(query.format("leaf"))
+def test_aggregates_computed_by_the_core_equal_sparks(jvm, lineitem_like, query, view):
+    got = jvm.sql(query.format(view))
     plan = got._jdf.queryExecution().executedPlan().toString()
-    assert "partial aggregates by looseleaf" in plan, plan
+    if view == "leaf":
+        assert "partial aggregates by looseleaf" in plan, plan
+    else:
+        # Complete: one task computes the final results; Spark aggregates nothing itself.
+        assert "complete aggregates by looseleaf" in plan, plan
+        assert "Aggregate" not in plan, plan
+        assert "Exchange" not in plan, plan
+        assert got.rdd.getNumPartitions() == 1
     want = jvm.sql(query.format("truth"))
     assert got.schema == want.schema
     assert _same_rows(got, want)
@@ -793,33 +804,46 @@ def test_aggregates_the_core_does_not_compute_are_left_to_spark(jvm, lineitem_li
 OVERFLOW = r"(?i)overflow|NUMERIC_VALUE_OUT_OF_RANGE|DECIMAL_PRECISION"
 
 
-def _pushed(frame) -> bool:
-    return "partial aggregates by looseleaf" in frame._jdf.queryExecution().executedPlan().toString()
+def _pushed(frame, how: str = "partial") -> bool:
+    return f"{how} aggregates by looseleaf" in frame._jdf.queryExecution().executedPlan().toString()
 
 
 def test_aggregate_arithmetic_overflows_as_sparks_does(jvm, tmp_path):
     import pyarrow.parquet as pq
 
     big = Decimal(10**37) * 5
-    table = pa.table({"x": pa.array([big, Decimal(1), big], pa.decimal128(38, 0))})
+    table = pa.table(
+        {
+            "x": pa.array([big, Decimal(1), big], pa.decimal128(38, 0)),
+            "n": pa.array([2**63 - 1, 1, 0], pa.int64()),
+        }
+    )
     looseleaf.write_table(table, str(tmp_path / "big.leaf"))
     pq.write_table(table, str(tmp_path / "big.parquet"))
     # ANSI (Spark 4's default): the product overflows decimal(38,0) in both, an error.
     for source in (_read(jvm, tmp_path / "big.leaf"), jvm.read.parquet(str(tmp_path / "big.parquet"))):
         with pytest.raises(Exception, match=OVERFLOW):
             source.selectExpr("sum(x * x)").collect()
-    # A sum of values in range whose total leaves decimal(38,0): Spark's overflow, not ours.
-    got = _read(jvm, tmp_path / "big.leaf").selectExpr("sum(x)")
-    assert _pushed(got)
-    with pytest.raises(Exception, match=OVERFLOW):
-        got.collect()
-    # Without ANSI Spark does not hand arithmetic over; plain sums still are, and agree.
+    # A sum of values in range whose total leaves decimal(38,0): Spark's overflow (merging the
+    # core's partial sums), or the core's, checking its final sum once as Spark does.
+    partial = {"maxPartitionBytes": 1}
+    for options, how in (({}, "complete"), (partial, "partial")):
+        for column in ("sum(x)", "sum(n)"):
+            got = _read(jvm, tmp_path / "big.leaf", **options).selectExpr(column)
+            assert _pushed(got, how)
+            with pytest.raises(Exception, match=OVERFLOW):
+                got.collect()
+    # Without ANSI Spark does not hand arithmetic over; plain sums still are, and agree: the
+    # overflowing sum is null, the integers' sum wraps.
     jvm.conf.set("spark.sql.ansi.enabled", "false")
     try:
-        plain = _read(jvm, tmp_path / "big.leaf").selectExpr("sum(x)", "count(x)")
-        assert _pushed(plain)
-        truth = jvm.read.parquet(str(tmp_path / "big.parquet")).selectExpr("sum(x)", "count(x)")
-        assert plain.collect() == truth.collect()
-        assert not _pushed(_read(jvm, tmp_path / "big.leaf").selectExpr("sum(x * x)"))
+        columns = ("sum(x)", "count(x)", "sum(n)")
+        truth = jvm.read.parquet(str(tmp_path / "big.parquet")).selectExpr(*columns).collect()
+        assert truth == [(None, 3, -(2**63))]
+        for options, how in (({}, "complete"), (partial, "partial")):
+            plain = _read(jvm, tmp_path / "big.leaf", **options).selectExpr(*columns)
+            assert _pushed(plain, how)
+            assert plain.collect() == truth
+            assert not _pushed(_read(jvm, tmp_path / "big.leaf", **options).selectExpr("sum(x * x)"), how)
     finally:
         jvm.conf.unset("spark.sql.ansi.enabled")

@@ -246,23 +246,34 @@ pub extern "system" fn Java_io_looseleaf_spark_NativeReader_aggregateSchema<'loc
     .resolve::<ThrowLooseleafException>()
 }
 
-/// An aggregation of rows `start..end` (a scan handle whose one batch is the partial results).
+/// An aggregation of rows of one or more files (a scan handle whose one batch is the results):
+/// `readers` are file handles, `rows` their row ranges as `start, end` pairs.
 #[unsafe(no_mangle)]
 pub extern "system" fn Java_io_looseleaf_spark_NativeReader_aggregate<'local>(
     mut env: EnvUnowned<'local>,
     _class: JClass<'local>,
-    reader: jlong,
+    readers: jni::objects::JLongArray<'local>,
+    rows: jni::objects::JLongArray<'local>,
     request: JByteArray<'local>,
-    start: jlong,
-    end: jlong,
     options: JByteArray<'local>,
 ) -> jlong {
     env.with_env(|env| -> Result<jlong, Failure> {
         let request = lines(env, &request)?.join("\n");
         let options = reading::read_options(&lines(env, &options)?)?;
-        let rows = row_range(start, end)?;
-        let reader = registry().get::<Reader>(reader)?;
-        let scan = reader.aggregate(&mut JvmThread::new(env), &request, rows, options)?;
+        let mut handles = vec![0; readers.len(env)?];
+        readers.get_region(env, 0, &mut handles)?;
+        let mut bounds = vec![0; rows.len(env)?];
+        rows.get_region(env, 0, &mut bounds)?;
+        if bounds.len() != 2 * handles.len() {
+            return Err(Failure::invalid("aggregate: a row range for each file"));
+        }
+        let files = handles.iter().map(|h| registry().get::<Reader>(*h)).collect::<Result<Vec<_>, _>>()?;
+        let ranges = files
+            .iter()
+            .zip(bounds.chunks_exact(2))
+            .map(|(file, pair)| Ok((file.as_ref(), row_range(pair[0], pair[1])?)))
+            .collect::<Result<Vec<_>, Failure>>()?;
+        let scan = reading::aggregate(&mut JvmThread::new(env), &ranges, &request, options)?;
         Ok(registry().insert(Mutex::new(scan)))
     })
     .resolve::<ThrowLooseleafException>()

@@ -258,41 +258,66 @@ impl Reader {
     pub fn aggregate_schema(&self, request: &str) -> Result<Vec<u8>, Failure> {
         Ok(schema_message(&self.bind_aggregation(request)?.1))
     }
+}
 
-    /// Starts an aggregation of `rows` (the JSON form of `looseleaf::aggregate::Aggregation`):
-    /// a scan whose one batch is the partial results.
-    pub fn aggregate(
-        &self,
-        jvm: &mut JvmThread<'_, '_>,
-        request: &str,
-        rows: Range<u64>,
-        options: ReadOptions,
-    ) -> Result<Scan, Failure> {
-        let (bound, spark_schema) = self.bind_aggregation(request)?;
-        RowSelection::try_range(rows.clone(), self.reader.num_rows())?;
-        let read = bound.prepare(self.reader.read().with_options(options).with_row_range(rows));
+/// Starts an aggregation (the JSON form of `looseleaf::aggregate::Aggregation`) of the rows of
+/// one or more files (`ranges`: each file with its rows; files of one schema): a scan whose one
+/// batch is the results, partial or final as the request asks. The files are read concurrently.
+pub fn aggregate(
+    jvm: &mut JvmThread<'_, '_>,
+    ranges: &[(&Reader, Range<u64>)],
+    request: &str,
+    options: ReadOptions,
+) -> Result<Scan, Failure> {
+    let Some(((first, _), others)) = ranges.split_first() else {
+        return Err(Failure::invalid("aggregate: no file to read"));
+    };
+    let (bound, spark_schema) = first.bind_aggregation(request)?;
+    let stats = ReadStats::default();
+    let mut streams = Vec::with_capacity(ranges.len());
+    for (reader, rows) in ranges {
+        // Each file binds the request itself: its columns must give the same results.
+        let (own, _) = reader.bind_aggregation(request)?;
+        if own.schema() != bound.schema() {
+            return Err(Failure::invalid(format!(
+                "aggregate: {} and {} give results of different types: {} and {}",
+                first.reader.location(),
+                reader.reader.location(),
+                bound.schema(),
+                own.schema()
+            )));
+        }
+        RowSelection::try_range(rows.clone(), reader.reader.num_rows())?;
+        let read = own.prepare(reader.reader.read().with_options(options.clone()).with_row_range(rows.clone()));
         let stream = jvm.wait(read.stream())??;
-        Ok(Scan {
-            stats: stream.stats(),
-            batches: Batches::Aggregate { bound, stream: Some(stream) },
-            schema_message: schema_message(&spark_schema),
-            spark_schema,
-            location: self.reader.location().to_owned(),
-            skipped: Skipped::default(),
-            generator: IpcDataGenerator::default(),
-            dictionaries: DictionaryTracker::new(false),
-            options: IpcWriteOptions::default(),
-            context: IpcWriteContext::default(),
-        })
+        stats.add(&stream.stats());
+        streams.push(stream);
     }
+    let location = match others.len() {
+        0 => first.reader.location().to_owned(),
+        n => format!("{} and {n} other file(s)", first.reader.location()),
+    };
+    Ok(Scan {
+        stats,
+        batches: Batches::Aggregate { bound, streams },
+        schema_message: schema_message(&spark_schema),
+        spark_schema,
+        location,
+        skipped: Skipped::default(),
+        generator: IpcDataGenerator::default(),
+        dictionaries: DictionaryTracker::new(false),
+        options: IpcWriteOptions::default(),
+        context: IpcWriteContext::default(),
+    })
 }
 
 /// What a scan hands out.
 enum Batches {
     /// The batches of a read.
     Read(RecordBatchStream),
-    /// An aggregation's partial results, one batch computed from the read when first asked.
-    Aggregate { bound: BoundAggregation, stream: Option<RecordBatchStream> },
+    /// An aggregation's results, one batch computed from the reads when first asked (no reads
+    /// left after).
+    Aggregate { bound: BoundAggregation, streams: Vec<RecordBatchStream> },
 }
 
 /// What a scan's filter spared it, before it started.
@@ -345,10 +370,11 @@ impl Scan {
     pub fn next(&mut self, jvm: &mut JvmThread<'_, '_>) -> Result<Option<Batch>, Failure> {
         let batch = match &mut self.batches {
             Batches::Read(stream) => jvm.wait(stream.next())?.transpose()?,
-            Batches::Aggregate { bound, stream } => match stream.take() {
-                Some(stream) => Some(jvm.wait(bound.aggregate(stream))??),
-                None => None,
-            },
+            Batches::Aggregate { bound, streams } if !streams.is_empty() => {
+                let reads = futures::stream::select_all(std::mem::take(streams));
+                Some(jvm.wait(bound.aggregate(reads))??)
+            }
+            Batches::Aggregate { .. } => None,
         };
         let Some(batch) = batch else {
             return Ok(None);

@@ -1,7 +1,7 @@
 //! Aggregates in the core: for random data (nulls everywhere, every encoding forced, small
 //! pages) and random filters and groupings, the partial results of `looseleaf::aggregate`,
-//! merged as a query engine merges them, equal sums, counts and extremes computed row by row
-//! here with plain integer arithmetic.
+//! merged as a query engine merges them, and its final results equal sums, counts and extremes
+//! computed row by row here with plain integer arithmetic.
 
 // Tests report failures by panicking.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
@@ -17,7 +17,7 @@ use arrow_array::{Array, ArrayRef, Date32Array, Decimal128Array, Int32Array, Int
 use arrow_schema::{DataType, Field, Schema};
 use common::files::write_file_with;
 use common::runtime;
-use looseleaf::aggregate::{AggregateFunction, Aggregation, Arithmetic, ValueExpr};
+use looseleaf::aggregate::{AggregateFunction, AggregateResults, Aggregation, Arithmetic, ValueExpr};
 use looseleaf::encodings::policy::{EncodingKind, EncodingPolicy};
 use looseleaf::filter::{CompareOp, Predicate};
 use looseleaf::{FileReader, WriterOptions};
@@ -180,7 +180,7 @@ fn aggregate(file: &FileReader, aggregation: &Aggregation) -> RecordBatch {
     })
 }
 
-fn aggregate_case(seed: u64, rows: usize, encoding: usize, grouping: usize, wide: bool) {
+fn aggregate_case(seed: u64, rows: usize, encoding: usize, grouping: usize, wide: bool, results: AggregateResults) {
     let mut rng = StdRng::seed_from_u64(seed);
     let t = table(&mut rng, rows, wide);
     let policy = match encoding {
@@ -213,23 +213,36 @@ fn aggregate_case(seed: u64, rows: usize, encoding: usize, grouping: usize, wide
         functions: functions(),
         filter: Some(filter),
         arithmetic: Arithmetic::default(),
+        results,
     };
     let result = aggregate(&file, &aggregation);
-    assert_eq!(merged(&result, group_by), expected(&t, group_by, from));
+    let want = expected(&t, group_by, from);
+    if results == AggregateResults::Final {
+        // One row per group, sums in Spark's types of sums (decimal(p + 10, s), bigint).
+        assert_eq!(result.num_rows(), want.len());
+        let types: Vec<_> =
+            result.schema().fields().iter().skip(group_by.len()).map(|f| f.data_type().clone()).collect();
+        assert_eq!(types[2], DataType::Decimal128(25, 2));
+        assert_eq!(types[3], DataType::Decimal128(38, 4));
+        assert_eq!(types[4], DataType::Int64);
+    }
+    assert_eq!(merged(&result, group_by), want);
 }
 
 proptest! {
     #![proptest_config(ProptestConfig::with_cases(32))]
 
     #[test]
-    fn partial_aggregates_merge_to_the_row_by_row_results(
+    fn aggregates_equal_the_row_by_row_results(
         seed in any::<u64>(),
         rows in prop_oneof![1 => Just(0usize), 2 => 1usize..50, 5 => 50usize..4000],
         encoding in 0usize..5,
         grouping in 0usize..4,
         wide in any::<bool>(),
+        last in any::<bool>(),
     ) {
-        aggregate_case(seed, rows, encoding, grouping, wide);
+        let results = if last { AggregateResults::Final } else { AggregateResults::Partial };
+        aggregate_case(seed, rows, encoding, grouping, wide, results);
     }
 }
 
@@ -291,4 +304,82 @@ fn no_rows_give_one_row_and_json_parses() {
         .bind(file.schema())
         .unwrap_err();
     assert!(err.to_string().contains("not an exact number"), "{err}");
+}
+
+/// Final sums: the exact total of every row, checked once against the sum's type
+/// (`decimal(38, 0)` stays 38 digits), whatever the running sums pass through on the way (past
+/// 38 digits, past `i128`); a total that does not fit is null, an integer's wraps, and either
+/// is an error in ANSI mode.
+#[test]
+fn final_sums_are_exact_and_checked_once() {
+    let e37 = 10i128.pow(37);
+    let big = 999 * 10i128.pow(35);
+    // The decimals, the integers and their final sums.
+    type Case = (Vec<i128>, Vec<i64>, Option<i128>, Option<i64>);
+    let cases: Vec<Case> = vec![
+        // Running sums past 38 digits and back.
+        (vec![5 * e37, 5 * e37, -5 * e37], vec![i64::MAX, 1, -1], Some(5 * e37), Some(i64::MAX)),
+        // Running sums past i128 (1.7e38) and back.
+        (vec![big, big, big, -big, -big], vec![i64::MIN, -1, 1], Some(big), Some(i64::MIN)),
+        // Totals that do not fit: a null decimal, a wrapped integer.
+        (vec![5 * e37, 5 * e37], vec![i64::MAX, 1], None, Some(i64::MIN)),
+        // A total of 2^128 + 5, which an `i128` would wrap to 5.
+        (vec![big, big, big, i128::MAX - big - big - big + i128::MAX + 7], vec![i64::MAX, 1], None, Some(i64::MIN)),
+    ];
+    for (decimals, integers, want_decimal, want_integer) in cases {
+        let rows = decimals.len().max(integers.len());
+        let pad = |v: Vec<Option<i128>>| v.into_iter().chain(std::iter::repeat(None)).take(rows).collect::<Vec<_>>();
+        let x = decimal(pad(decimals.into_iter().map(Some).collect()), 38, 0);
+        let n: Int64Array = pad(integers.into_iter().map(|v| Some(i128::from(v))).collect())
+            .into_iter()
+            .map(|v| v.map(|v| v as i64))
+            .collect();
+        let schema = Arc::new(Schema::new(vec![
+            Field::new("x", x.data_type().clone(), true),
+            Field::new("n", DataType::Int64, true),
+        ]));
+        let t = RecordBatch::try_new(schema, vec![Arc::new(x), Arc::new(n)]).unwrap();
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("t.leaf");
+        runtime().block_on(write_file_with(&path, &t.schema(), std::slice::from_ref(&t), WriterOptions::default()));
+        let file = runtime().block_on(FileReader::open_path(&path)).unwrap();
+        let sums = vec![
+            AggregateFunction::Sum(ValueExpr::Column("x".into())),
+            AggregateFunction::Sum(ValueExpr::Column("n".into())),
+        ];
+        let lenient = Aggregation {
+            functions: sums.clone(),
+            arithmetic: Arithmetic { ansi: false, precision_loss: true },
+            results: AggregateResults::Final,
+            ..Aggregation::default()
+        };
+        let result = aggregate(&file, &lenient);
+        assert_eq!(result.num_rows(), 1);
+        assert_eq!(result.schema().field(0).data_type(), &DataType::Decimal128(38, 0));
+        let x = result.column(0).as_primitive::<Decimal128Type>();
+        assert_eq!(x.is_valid(0).then(|| x.value(0)), want_decimal);
+        let n = result.column(1).as_primitive::<Int64Type>();
+        assert_eq!(n.is_valid(0).then(|| n.value(0)), want_integer);
+        // ANSI: an error exactly where a total does not fit.
+        let fits = want_decimal.is_some() && integers_fit(&t);
+        let strict = Aggregation { arithmetic: Arithmetic::default(), ..lenient };
+        let bound = strict.bind(file.schema()).unwrap();
+        let outcome = runtime().block_on(async {
+            let stream = bound.prepare(file.read()).stream().await.unwrap();
+            bound.aggregate(stream).await
+        });
+        match outcome {
+            Ok(_) => assert!(fits, "an overflow must be an error in ANSI mode"),
+            Err(e) => {
+                assert!(!fits, "{e}");
+                assert!(e.to_string().contains("overflow"), "{e}");
+            }
+        }
+    }
+}
+
+/// Whether column `n`'s exact total is an `i64`.
+fn integers_fit(t: &RecordBatch) -> bool {
+    let n = t.column(1).as_primitive::<Int64Type>();
+    i64::try_from(n.iter().flatten().map(i128::from).sum::<i128>()).is_ok()
 }

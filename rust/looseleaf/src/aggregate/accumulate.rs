@@ -5,6 +5,8 @@
 //! its argument's type before summing again) never overflows where the total would not: a
 //! group's sum that leaves those limits continues in a new piece, handed out as one more row of
 //! the group whose other aggregates are neutral (a count of 0, a null minimum, maximum or sum).
+//!
+//! Final results ([`Accumulator::finish_final`]) add a group's pieces exactly, once.
 
 use std::sync::Arc;
 
@@ -149,6 +151,76 @@ impl Accumulator {
                 numbers_array(&all, data_type)
             }
         }
+    }
+
+    /// The final results, one row per group: counts and extremes as they are; each sum the exact
+    /// total of its pieces in `data_type` (a decimal's digits or an `i64`), null where it does
+    /// not fit (an integer wraps, as Spark's do, and either is an error with `ansi`).
+    ///
+    /// # Errors
+    /// A sum that does not fit, with `ansi`; an internal error for a type the values cannot be
+    /// built in.
+    pub fn finish_final(&self, data_type: &DataType, ansi: bool) -> Result<ArrayRef> {
+        let Accumulator::Sum { current, finished, .. } = self else {
+            return self.finish(data_type, &[], 0);
+        };
+        let mut totals: Vec<Option<WideSum>> = current.iter().map(|c| c.map(WideSum::from)).collect();
+        for (group, piece) in finished {
+            let total = totals[*group as usize].get_or_insert(WideSum::from(0));
+            total.add(*piece);
+        }
+        let integer = !matches!(data_type, DataType::Decimal128(..));
+        let fits = |value: i128| match data_type {
+            DataType::Decimal128(precision, _) => value.unsigned_abs() < 10u128.pow(u32::from(*precision)),
+            _ => i64::try_from(value).is_ok(),
+        };
+        let mut values = Vec::with_capacity(totals.len());
+        for total in totals {
+            values.push(match total {
+                None => None,
+                Some(total) => match total.exact().filter(|v| fits(*v)) {
+                    Some(v) => Some(v),
+                    None if ansi => {
+                        return Err(Error::invalid_argument(format!(
+                            "aggregate: arithmetic overflow: a sum does not fit {data_type} (ANSI mode)"
+                        )));
+                    }
+                    // `low` is the total modulo 2^128, so its low 64 bits are the total's.
+                    None if integer => Some(i128::from(total.low as i64)),
+                    None => None,
+                },
+            });
+        }
+        numbers_array(&values, data_type)
+    }
+}
+
+/// An integer sum exact beyond `i128`: `low + carries * 2^128`.
+#[derive(Debug, Clone, Copy)]
+struct WideSum {
+    low: i128,
+    carries: i64,
+}
+
+impl From<i128> for WideSum {
+    fn from(low: i128) -> Self {
+        Self { low, carries: 0 }
+    }
+}
+
+impl WideSum {
+    fn add(&mut self, value: i128) {
+        let (low, overflowed) = self.low.overflowing_add(value);
+        if overflowed {
+            // A wrap up past i128::MAX when the value was positive, down past MIN otherwise.
+            self.carries += if value > 0 { 1 } else { -1 };
+        }
+        self.low = low;
+    }
+
+    /// The total, if it is an `i128`.
+    fn exact(self) -> Option<i128> {
+        (self.carries == 0).then_some(self.low)
     }
 }
 

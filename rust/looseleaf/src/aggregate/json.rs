@@ -5,7 +5,7 @@ use arrow_schema::DataType;
 use serde_json::Value;
 
 use super::expression::{Arithmetic, ValueExpr};
-use super::{AggregateFunction, Aggregation};
+use super::{AggregateFunction, AggregateResults, Aggregation};
 use crate::error::{Error, Result};
 use crate::filter::Predicate;
 use crate::filter::typed_literal;
@@ -19,7 +19,7 @@ impl Aggregation {
     ///
     /// ```text
     /// {"group_by": ["a", ...], "aggregates": [F, ...], "filter": P or null,
-    ///  "ansi": true, "precision_loss": true}
+    ///  "ansi": true, "precision_loss": true, "final": false}
     /// F: {"count": null} (COUNT(*))  {"count": E}  {"sum": E}  {"min": E}  {"max": E}
     /// E: {"column": "a"}  {"literal": L}  {"add": [E, E]}  {"subtract": [E, E]}
     ///    {"multiply": [E, E]}  {"cast": {"value": E, "to": T}}
@@ -27,7 +27,8 @@ impl Aggregation {
     /// ```
     ///
     /// `P` is a filter (`Predicate::from_json`), `L` a typed literal as in filters. `ansi` and
-    /// `precision_loss` default to true (Spark's defaults).
+    /// `precision_loss` default to true (Spark's defaults); `final` (default false) asks for
+    /// [`AggregateResults::Final`].
     ///
     /// # Errors
     /// [`Error::InvalidArgument`] naming the part that is not understood.
@@ -35,7 +36,7 @@ impl Aggregation {
         let value: Value = serde_json::from_str(json).map_err(|e| bad(format!("not valid JSON: {e}")))?;
         let object = value.as_object().ok_or_else(|| bad("expected an object"))?;
         for key in object.keys() {
-            if !["group_by", "aggregates", "filter", "ansi", "precision_loss"].contains(&key.as_str()) {
+            if !["group_by", "aggregates", "filter", "ansi", "precision_loss", "final"].contains(&key.as_str()) {
                 return Err(bad(format!("unknown key {key:?}")));
             }
         }
@@ -58,12 +59,13 @@ impl Aggregation {
             None | Some(Value::Null) => None,
             Some(filter) => Some(Predicate::from_json(&filter.to_string(), &[])?),
         };
-        let flag = |name: &str| match object.get(name) {
-            None => Ok(true),
+        let flag = |name: &str, default: bool| match object.get(name) {
+            None => Ok(default),
             Some(v) => v.as_bool().ok_or_else(|| bad(format!("{name} must be true or false"))),
         };
-        let arithmetic = Arithmetic { ansi: flag("ansi")?, precision_loss: flag("precision_loss")? };
-        Ok(Self { group_by, functions, filter, arithmetic })
+        let arithmetic = Arithmetic { ansi: flag("ansi", true)?, precision_loss: flag("precision_loss", true)? };
+        let results = if flag("final", false)? { AggregateResults::Final } else { AggregateResults::Partial };
+        Ok(Self { group_by, functions, filter, arithmetic, results })
     }
 }
 

@@ -1,6 +1,8 @@
 //! Aggregates computed where the data lies: `COUNT`, `SUM`, `MIN` and `MAX` of columns and of
-//! exact arithmetic on them, grouped by columns, over the rows of a (filtered) read, handed out
-//! as *partial* results that a query engine merges (Spark's partial aggregate pushdown).
+//! exact arithmetic on them, grouped by columns, over the rows of (filtered) reads, handed out
+//! as *partial* results that a query engine merges (Spark's partial aggregate pushdown) or as
+//! *final* results ([`AggregateResults::Final`]: Spark's complete pushdown, where one
+//! aggregation covers every row).
 //!
 //! An [`Aggregation`] names the grouping columns, the functions, a filter and the
 //! [`Arithmetic`] rules; bound to a schema ([`Aggregation::bind`]) it knows its result
@@ -10,9 +12,11 @@
 //! Spark's types, rounding and overflow rules (see [`expression`]).
 //!
 //! The result has the grouping columns then one column per function, one row per group (one
-//! row for an aggregation without grouping, even of no rows), plus a row for each further piece
-//! of a sum that leaves its type's limits (see `accumulate.rs`): a merge must *add* counts and
-//! sums and take the least and greatest of minimums and maximums, as partial results are merged.
+//! row for an aggregation without grouping, even of no rows). Partial results add a row for each
+//! further piece of a sum that leaves its type's limits (see `accumulate.rs`): a merge must *add*
+//! counts and sums and take the least and greatest of minimums and maximums, as partial results
+//! are merged. Final results are one row per group, each sum exact, in Spark's result type of a
+//! sum (`decimal(p + 10, s)` capped at 38 digits, `bigint`), checked once against that type.
 
 mod accumulate;
 pub mod expression;
@@ -22,15 +26,18 @@ mod json;
 use std::sync::Arc;
 
 use arrow_array::{ArrayRef, RecordBatch, RecordBatchOptions};
-use arrow_schema::{DataType, Field, Schema, SchemaRef};
-use futures::StreamExt;
+use arrow_schema::{DECIMAL128_MAX_PRECISION, DataType, Field, Schema, SchemaRef};
+use futures::{Stream, StreamExt};
 
 use self::accumulate::Accumulator;
 pub use self::expression::{Arithmetic, BoundExpr, NumberKind, ValueExpr};
 use self::groups::{Groups, MAX_GROUP_COLUMNS, groupable};
 use crate::error::{Error, Result};
 use crate::filter::Predicate;
-use crate::read::{ReadBuilder, RecordBatchStream};
+use crate::read::ReadBuilder;
+
+/// The digits Spark adds to a decimal sum's type: `SUM` of `decimal(p, s)` is `decimal(p + 10, s)`.
+const SUM_EXTRA_DIGITS: u8 = 10;
 
 /// One aggregate function.
 #[derive(Debug, Clone, PartialEq)]
@@ -47,6 +54,18 @@ pub enum AggregateFunction {
     Max(ValueExpr),
 }
 
+/// Whether an aggregation's results are partial (merged by the caller) or final.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum AggregateResults {
+    /// Results a caller merges with the results of other rows: sums in pieces within their
+    /// values' type, on extra rows (see the module documentation).
+    #[default]
+    Partial,
+    /// The results of every row: one row per group, each sum in Spark's result type of a sum,
+    /// null where it leaves that type (an error in ANSI mode; integers wrap without it).
+    Final,
+}
+
 /// An aggregation of a read's rows.
 #[derive(Debug, Clone, Default)]
 pub struct Aggregation {
@@ -58,6 +77,8 @@ pub struct Aggregation {
     pub filter: Option<Predicate>,
     /// How arithmetic treats what does not fit.
     pub arithmetic: Arithmetic,
+    /// Partial or final results.
+    pub results: AggregateResults,
 }
 
 /// What a function reads, bound.
@@ -129,7 +150,12 @@ impl Aggregation {
                     let bound = value.bind(schema, self.arithmetic)?;
                     let data_type = match bound.kind() {
                         // A partial sum is a piece within its values' type (see `accumulate`).
-                        NumberKind::Decimal { .. } => bound.data_type().clone(),
+                        NumberKind::Decimal { .. } if self.results == AggregateResults::Partial => {
+                            bound.data_type().clone()
+                        }
+                        NumberKind::Decimal { precision, scale } => {
+                            DataType::Decimal128((precision + SUM_EXTRA_DIGITS).min(DECIMAL128_MAX_PRECISION), scale)
+                        }
                         NumberKind::Integer { arithmetic: true, .. } => DataType::Int64,
                         NumberKind::Integer { arithmetic: false, .. } => {
                             return Err(Error::unsupported(format!(
@@ -207,11 +233,15 @@ impl BoundAggregation {
         }
     }
 
-    /// Aggregates the batches of a read [`prepare`](Self::prepare)d for it.
+    /// Aggregates the batches of reads [`prepare`](Self::prepare)d for it: of one read, or of
+    /// several (files of one schema, merged into one stream in any order).
     ///
     /// # Errors
-    /// The read's errors; an overflow in ANSI mode.
-    pub async fn aggregate(&self, mut batches: RecordBatchStream) -> Result<RecordBatch> {
+    /// The reads' errors; an overflow in ANSI mode.
+    pub async fn aggregate<S>(&self, mut batches: S) -> Result<RecordBatch>
+    where
+        S: Stream<Item = Result<RecordBatch>> + Unpin,
+    {
         let mut groups = Groups::new(&self.group_types);
         let mut accumulators: Vec<Accumulator> = self
             .aggregation
@@ -219,7 +249,13 @@ impl BoundAggregation {
             .iter()
             .zip(&self.arguments)
             .map(|(function, argument)| match (function, argument) {
-                (AggregateFunction::Sum(_), Argument::Numbers(expr)) => Accumulator::sum(expr.kind()),
+                (AggregateFunction::Sum(_), Argument::Numbers(expr)) => match self.aggregation.results {
+                    AggregateResults::Partial => Accumulator::sum(expr.kind()),
+                    // One piece as wide as an `i128`; `finish_final` adds the pieces exactly.
+                    AggregateResults::Final => {
+                        Accumulator::Sum { limits: (i128::MIN, i128::MAX), current: Vec::new(), finished: Vec::new() }
+                    }
+                },
                 (AggregateFunction::Min(_), _) => Accumulator::Extreme { least: true, best: Vec::new() },
                 (AggregateFunction::Max(_), _) => Accumulator::Extreme { least: false, best: Vec::new() },
                 _ => Accumulator::Count(Vec::new()),
@@ -260,6 +296,19 @@ impl BoundAggregation {
             }
         }
         groups.ensure_one_without_columns();
+        if self.aggregation.results == AggregateResults::Final {
+            let mut columns = groups.values(&(0..groups.count() as u32).collect::<Vec<_>>())?;
+            for (accumulator, data_type) in accumulators.iter_mut().zip(&self.result_types) {
+                accumulator.grow(groups.count());
+                columns.push(accumulator.finish_final(data_type, arithmetic.ansi)?);
+            }
+            return RecordBatch::try_new_with_options(
+                self.schema.clone(),
+                columns,
+                &RecordBatchOptions::new().with_row_count(Some(groups.count())),
+            )
+            .map_err(|e| Error::internal(format!("aggregate: results: {e}")));
+        }
         let mut extra = Vec::new();
         let mut offsets = Vec::new();
         for accumulator in &mut accumulators {

@@ -125,8 +125,9 @@ impl ReadStats {
         Self { files: Arc::default(), shared: Some(budget) }
     }
 
-    /// Counts the file reads of `other` too.
-    pub(crate) fn add(&self, other: &ReadStats) {
+    /// Counts the file reads of `other` too (those it has started so far): one handle on the
+    /// counters of several reads.
+    pub fn add(&self, other: &ReadStats) {
         let theirs = other.lock().clone();
         self.lock().extend(theirs);
     }

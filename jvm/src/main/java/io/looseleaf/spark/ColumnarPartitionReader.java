@@ -3,6 +3,8 @@ package io.looseleaf.spark;
 import java.io.IOException;
 import java.io.UncheckedIOException;
 import java.nio.ByteBuffer;
+import java.util.ArrayList;
+import java.util.List;
 import org.apache.arrow.flatbuf.Message;
 import org.apache.arrow.flatbuf.RecordBatch;
 import org.apache.arrow.memory.ArrowBuf;
@@ -31,7 +33,8 @@ import org.apache.spark.sql.vectorized.ColumnarBatch;
  * {@link #close} releases the last one. The reader's own allocator is closed last, so a leaked
  * buffer fails the task instead of growing the JVM's native memory.
  *
- * <p>A range with an aggregation reads one batch, the partial results of its rows.
+ * <p>A range with an aggregation reads one batch, the results of its rows: partial, or final
+ * for a complete aggregation, which covers further ranges (files) too.
  *
  * <p>The file's partition values (if the read has partition columns) follow its columns in every
  * batch as Spark's {@link ConstantColumnVector}s; a read of partition columns only reads no
@@ -40,6 +43,8 @@ import org.apache.spark.sql.vectorized.ColumnarBatch;
 final class ColumnarPartitionReader implements PartitionReader<ColumnarBatch> {
   private final FileRange range;
   private final LooseleafFile file;
+  /** The files of the further ranges a complete aggregation covers. */
+  private final List<LooseleafFile> aggregatedFiles = new ArrayList<>();
   private final BufferAllocator allocator;
   private long scan;
   private Schema schema;
@@ -64,12 +69,7 @@ final class ColumnarPartitionReader implements PartitionReader<ColumnarBatch> {
     try {
       this.scan =
           range.aggregate != null
-              ? NativeReader.aggregate(
-                  file.handle(),
-                  utf8(range.aggregate),
-                  range.start,
-                  range.end,
-                  LooseleafFile.linesRequest(range.readOptions))
+              ? aggregate()
               : NativeReader.scan(
                   file.handle(),
                   LooseleafFile.linesRequest(range.columns),
@@ -82,6 +82,25 @@ final class ColumnarPartitionReader implements PartitionReader<ColumnarBatch> {
       close();
       throw e;
     }
+  }
+
+  /** Starts the range's aggregation, of its rows and those of the ranges it covers too. */
+  private long aggregate() {
+    long[] handles = new long[1 + range.aggregatedWith.size()];
+    long[] rows = new long[2 * handles.length];
+    handles[0] = file.handle();
+    rows[0] = range.start;
+    rows[1] = range.end;
+    for (int i = 1; i < handles.length; i++) {
+      FileRange other = range.aggregatedWith.get(i - 1);
+      LooseleafFile opened = new LooseleafFile(other.file, other.storageOptions);
+      aggregatedFiles.add(opened);
+      handles[i] = opened.handle();
+      rows[2 * i] = other.start;
+      rows[2 * i + 1] = other.end;
+    }
+    return NativeReader.aggregate(
+        handles, rows, utf8(range.aggregate), LooseleafFile.linesRequest(range.readOptions));
   }
 
   private static byte[] utf8(String text) {
@@ -197,6 +216,9 @@ final class ColumnarPartitionReader implements PartitionReader<ColumnarBatch> {
       NativeReader.closeScan(s);
     }
     file.close();
+    for (LooseleafFile opened : aggregatedFiles) {
+      opened.close();
+    }
     allocator.close();
   }
 

@@ -13,7 +13,8 @@ import org.apache.spark.sql.types.StructType;
  * ({@code rowFilter}), or instead of the rows an aggregation whose partial results the range
  * reads ({@code aggregate}, see {@link SparkAggregates}), and the file's partition values: those of the columns
  * {@code partitionColumns} (indices into {@code partitionSchema}) are added to every batch as
- * constants, after the file's columns.
+ * constants, after the file's columns. A range with a complete aggregation may cover further
+ * ranges ({@code aggregatedWith}): its one task computes the results of all their rows.
  */
 final class FileRange implements InputPartition {
   final String file;
@@ -30,6 +31,8 @@ final class FileRange implements InputPartition {
   final InternalRow partitionValues;
   final int[] partitionColumns;
   final StructType partitionSchema;
+  /** Further ranges whose rows the same aggregation covers (empty but for a complete one). */
+  final List<FileRange> aggregatedWith;
 
   FileRange(
       String file,
@@ -45,6 +48,25 @@ final class FileRange implements InputPartition {
       InternalRow partitionValues,
       int[] partitionColumns,
       StructType partitionSchema) {
+    this(file, storageOptions, columns, start, end, readOptions, constantBatchRows, filter, rowFilter, aggregate,
+        partitionValues, partitionColumns, partitionSchema, List.of());
+  }
+
+  private FileRange(
+      String file,
+      Map<String, String> storageOptions,
+      List<String> columns,
+      long start,
+      long end,
+      List<String> readOptions,
+      int constantBatchRows,
+      String filter,
+      String rowFilter,
+      String aggregate,
+      InternalRow partitionValues,
+      int[] partitionColumns,
+      StructType partitionSchema,
+      List<FileRange> aggregatedWith) {
     this.file = file;
     this.storageOptions = storageOptions;
     this.columns = columns;
@@ -58,5 +80,12 @@ final class FileRange implements InputPartition {
     this.partitionValues = partitionValues;
     this.partitionColumns = partitionColumns;
     this.partitionSchema = partitionSchema;
+    this.aggregatedWith = aggregatedWith;
+  }
+
+  /** This range, its aggregation covering the rows of {@code others} too. */
+  FileRange aggregatingAlso(List<FileRange> others) {
+    return new FileRange(file, storageOptions, columns, start, end, readOptions, constantBatchRows, filter, rowFilter,
+        aggregate, partitionValues, partitionColumns, partitionSchema, List.copyOf(others));
   }
 }

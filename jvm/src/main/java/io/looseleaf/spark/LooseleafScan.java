@@ -20,7 +20,8 @@ import org.apache.spark.sql.vectorized.ColumnarBatch;
  * files' columns each range shrinks to the rows its zones may hold and a range with none is
  * dropped (the task still skips the zones inside it). With a filter the core evaluates exactly,
  * only the rows where it is true are read; with an aggregation, each range reads the partial
- * results of its rows instead (one batch), which Spark merges.
+ * results of its rows instead (one batch), which Spark merges, or, for a complete aggregation,
+ * one partition covers every range and reads the final results.
  */
 final class LooseleafScan implements SupportsReportStatistics, Batch {
   private final Dataset dataset;
@@ -38,6 +39,9 @@ final class LooseleafScan implements SupportsReportStatistics, Batch {
    * of its rows, or null.
    */
   private final String aggregate;
+
+  /** Whether {@link #aggregate} is complete: one partition, final results. */
+  private final boolean complete;
   /** A filter on partition columns (null for none), which rules out whole files. */
   private final String partitionFilter;
   /** Spark's predicates behind the two filters, for the plan's description. */
@@ -56,6 +60,7 @@ final class LooseleafScan implements SupportsReportStatistics, Batch {
       String fileFilter,
       String rowFilter,
       String aggregate,
+      boolean complete,
       String partitionFilter,
       org.apache.spark.sql.connector.expressions.filter.Predicate[] pushed) {
     this.dataset = dataset;
@@ -64,6 +69,7 @@ final class LooseleafScan implements SupportsReportStatistics, Batch {
     this.fileFilter = fileFilter;
     this.rowFilter = rowFilter;
     this.aggregate = aggregate;
+    this.complete = complete;
     this.partitionFilter = partitionFilter;
     this.pushed = pushed;
   }
@@ -81,7 +87,8 @@ final class LooseleafScan implements SupportsReportStatistics, Batch {
     }
     String skipping = filters.isEmpty() ? "" : ", filters " + filters + " rule out files and zones";
     String exact = rowFilter == null ? "" : ", rows filtered by looseleaf";
-    String aggregating = aggregate == null ? "" : ", partial aggregates by looseleaf " + aggregate;
+    String aggregating =
+        aggregate == null ? "" : ", " + (complete ? "complete" : "partial") + " aggregates by looseleaf " + aggregate;
     String pruning = partitionFilter == null || filesPlanned < 0 ? "" : ", " + filesPlanned + " file(s) read";
     return "looseleaf " + dataset.files.size() + " file(s), columns " + (columns == null ? "all" : columns)
         + skipping + exact + aggregating + pruning;
@@ -175,6 +182,14 @@ final class LooseleafScan implements SupportsReportStatistics, Batch {
               null,
               new int[0],
               dataset.partitionSchema));
+    }
+    if (complete && partitions.size() > 1) {
+      // One task aggregates every range: the final results are one partition's rows.
+      List<FileRange> ranges = new ArrayList<>();
+      for (InputPartition partition : partitions) {
+        ranges.add((FileRange) partition);
+      }
+      partitions = List.of(ranges.get(0).aggregatingAlso(ranges.subList(1, ranges.size())));
     }
     rows = totalRows;
     bytes = totalBytes;

@@ -25,8 +25,12 @@ import org.apache.spark.sql.types.StructType;
  * <p>Aggregates: without a filter on the files' columns, those that metadata answers ({@link
  * MetadataAggregateScan}: {@code COUNT(*)}, {@code MIN}/{@code MAX} from statistics) are answered
  * completely; otherwise those the core computes ({@link SparkAggregates}; Spark tries only when
- * every filter was pushed exactly) are pushed partially: each range reads its rows' partial
- * results, and Spark merges them.
+ * every filter was pushed exactly) are pushed completely when the columns they read (with the
+ * filters') fit one partition ({@code maxPartitionBytes}, as Spark sizes a task), and partially
+ * otherwise. Complete: one task aggregates every file's rows (read concurrently) to the final
+ * results, and Spark runs no aggregation, exchange or second stage of its own; {@code AVG} is
+ * left for Spark to split into {@code SUM} and {@code COUNT}, which are. Partial: each range
+ * reads its rows' partial results, and Spark merges them.
  */
 final class LooseleafScanBuilder
     implements SupportsPushDownRequiredColumns, SupportsPushDownV2Filters, SupportsPushDownAggregates {
@@ -45,8 +49,17 @@ final class LooseleafScanBuilder
   /** Filters on the files' columns, translated exactly: the core evaluates them on the rows. */
   private final List<String> rowFilters = new ArrayList<>();
   private Predicate[] pushed = new Predicate[0];
-  /** An aggregation the core computes (JSON), its partial results' schema and its columns. */
+  /** An aggregation the core computes (JSON), its results' schema and its columns. */
   private String coreAggregate;
+
+  /** Whether {@link #coreAggregate} asks for final results, of every row in one task. */
+  private boolean completeAggregate;
+
+  /** The last aggregation asked about for complete pushdown (Spark asks several times). */
+  private Aggregation completeFor;
+
+  /** The core's request of final results for {@link #completeFor}, or null: not complete. */
+  private String completeRequest;
 
   private StructType coreAggregateSchema;
   private List<String> coreAggregateColumns;
@@ -142,7 +155,7 @@ final class LooseleafScanBuilder
 
   @Override
   public boolean supportCompletePushDown(Aggregation aggregation) {
-    return answered(aggregation) != null;
+    return answered(aggregation) != null || completeRequest(aggregation) != null;
   }
 
   @Override
@@ -151,14 +164,11 @@ final class LooseleafScanBuilder
     if (aggregateScan != null) {
       return true;
     }
-    org.apache.spark.sql.internal.SQLConf conf = org.apache.spark.sql.internal.SQLConf.get();
-    String request =
-        SparkAggregates.translate(
-            aggregation,
-            dataset.fileSparkSchema(),
-            SparkFilters.and(rowFilters),
-            conf.ansiEnabled(),
-            conf.decimalOperationsAllowPrecisionLoss());
+    String request = completeRequest(aggregation);
+    completeAggregate = request != null;
+    if (request == null) {
+      request = translate(aggregation, false);
+    }
     StructType schema = request == null ? null : dataset.aggregateSchema(request);
     if (schema == null) {
       return false;
@@ -167,6 +177,60 @@ final class LooseleafScanBuilder
     coreAggregateSchema = schema;
     coreAggregateColumns = SparkAggregates.columns(aggregation);
     return true;
+  }
+
+  /** {@code aggregation} of the rows the exact filters keep, in the core's JSON form, or null. */
+  private String translate(Aggregation aggregation, boolean complete) {
+    org.apache.spark.sql.internal.SQLConf conf = org.apache.spark.sql.internal.SQLConf.get();
+    return SparkAggregates.translate(
+        aggregation,
+        dataset.fileSparkSchema(),
+        SparkFilters.and(rowFilters),
+        conf.ansiEnabled(),
+        conf.decimalOperationsAllowPrecisionLoss(),
+        complete);
+  }
+
+  /**
+   * The request of {@code aggregation}'s final results when the core computes them and one task
+   * can read every file for them: the columns it and the filters read come to at most {@code
+   * maxPartitionBytes} over all files (a filter on partition columns, which Spark evaluates
+   * again, rules it out). Null otherwise.
+   */
+  private String completeRequest(Aggregation aggregation) {
+    if (completeFor == aggregation) {
+      return completeRequest;
+    }
+    completeFor = aggregation;
+    completeRequest = null;
+    if (dataset.files.isEmpty() || !partitionFilters.isEmpty()) {
+      return null;
+    }
+    String request = translate(aggregation, true);
+    if (request == null || dataset.aggregateSchema(request) == null) {
+      return null;
+    }
+    java.util.Set<String> read = new java.util.LinkedHashSet<>(SparkAggregates.columns(aggregation));
+    StructType fileSchema = dataset.fileSparkSchema();
+    for (Predicate predicate : pushed) {
+      for (org.apache.spark.sql.connector.expressions.NamedReference ref : predicate.references()) {
+        if (fileSchema.getFieldIndex(ref.fieldNames()[0]).isDefined()) {
+          read.add(ref.fieldNames()[0]);
+        }
+      }
+    }
+    List<String> columns = new ArrayList<>(read);
+    long bytes = 0;
+    for (String path : dataset.files) {
+      try (LooseleafFile file = dataset.open(path)) {
+        bytes += file.projectedBytes(columns);
+      }
+      if (bytes > dataset.maxPartitionBytes) {
+        return null;
+      }
+    }
+    completeRequest = request;
+    return request;
   }
 
   /** Metadata's answer to {@code aggregation}, or null (always with a filter on the rows). */
@@ -198,6 +262,7 @@ final class LooseleafScanBuilder
           SparkFilters.and(zoneFilters),
           null,
           coreAggregate,
+          completeAggregate,
           SparkFilters.and(partitionFilters),
           pushed);
     }
@@ -208,6 +273,7 @@ final class LooseleafScanBuilder
         SparkFilters.and(zoneFilters),
         SparkFilters.and(rowFilters),
         null,
+        false,
         SparkFilters.and(partitionFilters),
         pushed);
   }

@@ -71,8 +71,12 @@ final class NativeReader {
    */
   static native byte[] aggregateSchema(long reader, byte[] request);
 
-  /** An aggregation of rows {@code start..end}: a scan whose one batch is the partial results. */
-  static native long aggregate(long reader, byte[] request, long start, long end, byte[] options);
+  /**
+   * An aggregation of rows of one or more files ({@code readers}, with their row ranges as
+   * {@code start, end} pairs in {@code rows}), read concurrently: a scan whose one batch is the
+   * results, partial or final as the request asks.
+   */
+  static native long aggregate(long[] readers, long[] rows, byte[] request, byte[] options);
 
   static native long next(long scan);
 

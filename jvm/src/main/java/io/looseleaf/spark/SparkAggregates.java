@@ -29,7 +29,8 @@ import org.apache.spark.sql.types.StructType;
  * Spark's V2 aggregations in the core's aggregation language: the JSON form of {@code
  * looseleaf::aggregate::Aggregation}. This class only spells them; the core decides whether it
  * computes one exactly ({@link Dataset#aggregateSchema} is null when not, and Spark aggregates
- * as usual) and computes the partial results, which Spark merges.
+ * as usual) and computes the partial results, which Spark merges, or the final ones (complete
+ * pushdown, see {@link LooseleafScanBuilder}).
  *
  * <p>Spelled: {@code COUNT(*)}, and {@code COUNT}, {@code SUM}, {@code MIN}, {@code MAX} (not
  * {@code DISTINCT}) of top-level columns, integer and decimal literals, {@code + - *} and casts
@@ -42,10 +43,16 @@ final class SparkAggregates {
 
   /**
    * The JSON form of {@code aggregation} of the rows where {@code filter} (the core's JSON form,
-   * or null) is true, or null if some part of it is not spelled here.
+   * or null) is true, or null if some part of it is not spelled here. {@code complete} asks for
+   * final results (Spark's types of the functions' results) instead of partial ones.
    */
   static String translate(
-      Aggregation aggregation, StructType fileSchema, String filter, boolean ansi, boolean precisionLoss) {
+      Aggregation aggregation,
+      StructType fileSchema,
+      String filter,
+      boolean ansi,
+      boolean precisionLoss,
+      boolean complete) {
     List<String> groups = new ArrayList<>();
     for (Expression e : aggregation.groupByExpressions()) {
       String column = column(e, fileSchema);
@@ -72,6 +79,8 @@ final class SparkAggregates {
         + ansi
         + ", \"precision_loss\": "
         + precisionLoss
+        + ", \"final\": "
+        + complete
         + "}";
   }
 
