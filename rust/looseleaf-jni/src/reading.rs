@@ -12,7 +12,7 @@ use arrow_array::RecordBatch;
 use arrow_ipc::writer::{DictionaryTracker, IpcDataGenerator, IpcWriteContext, IpcWriteOptions};
 use arrow_schema::SchemaRef;
 use futures::StreamExt;
-use looseleaf::aggregate::{Aggregation, BoundAggregation};
+use looseleaf::aggregate::{AggregateResults, Aggregation, BoundAggregation};
 use looseleaf::filter::{Predicate, ZoneCounts};
 use looseleaf::{
     ColumnBounds, FileReader, Location, ReadOptions, ReadStats, RecordBatchStream, RowSelection, StorageOptions,
@@ -260,9 +260,28 @@ impl Reader {
     }
 }
 
+/// Rows below which a range of a final aggregation is not cut into pieces read concurrently
+/// (a read's own setup costs more than the rows'; see [`pieces`]).
+const MIN_PIECE_ROWS: u64 = 1 << 17;
+
+/// `ranges` cut into pieces read concurrently, about `parallelism` in all, each range's count
+/// in proportion to its rows and none of fewer than [`MIN_PIECE_ROWS`] rows: one task's final
+/// aggregation uses the runtime's threads as the tasks of a partial one would.
+fn pieces<F: Copy>(ranges: &[(F, Range<u64>)], parallelism: u64) -> Vec<(F, Range<u64>)> {
+    let total: u64 = ranges.iter().map(|(_, rows)| rows.end - rows.start).sum::<u64>().max(1);
+    let mut out = Vec::new();
+    for (file, rows) in ranges {
+        let len = rows.end - rows.start;
+        let wanted = (len * parallelism).div_ceil(total).min(len / MIN_PIECE_ROWS).max(1);
+        out.extend((0..wanted).map(|i| (*file, rows.start + len * i / wanted..rows.start + len * (i + 1) / wanted)));
+    }
+    out
+}
+
 /// Starts an aggregation (the JSON form of `looseleaf::aggregate::Aggregation`) of the rows of
 /// one or more files (`ranges`: each file with its rows; files of one schema): a scan whose one
-/// batch is the results, partial or final as the request asks. The files are read concurrently.
+/// batch is the results, partial or final as the request asks. For final results the ranges are
+/// read in [`pieces`], concurrently (`BoundAggregation::aggregate_concurrently`).
 pub fn aggregate(
     jvm: &mut JvmThread<'_, '_>,
     ranges: &[(&Reader, Range<u64>)],
@@ -273,9 +292,19 @@ pub fn aggregate(
         return Err(Failure::invalid("aggregate: no file to read"));
     };
     let (bound, spark_schema) = first.bind_aggregation(request)?;
+    for (reader, rows) in ranges {
+        RowSelection::try_range(rows.clone(), reader.reader.num_rows())?;
+    }
+    let ranges = match bound.results() {
+        AggregateResults::Final => {
+            let threads = std::thread::available_parallelism().map_or(1, |n| n.get() as u64);
+            pieces(ranges, threads)
+        }
+        AggregateResults::Partial => ranges.to_vec(),
+    };
     let stats = ReadStats::default();
     let mut streams = Vec::with_capacity(ranges.len());
-    for (reader, rows) in ranges {
+    for (reader, rows) in &ranges {
         // Each file binds the request itself: its columns must give the same results.
         let (own, _) = reader.bind_aggregation(request)?;
         if own.schema() != bound.schema() {
@@ -287,7 +316,6 @@ pub fn aggregate(
                 own.schema()
             )));
         }
-        RowSelection::try_range(rows.clone(), reader.reader.num_rows())?;
         let read = own.prepare(reader.reader.read().with_options(options.clone()).with_row_range(rows.clone()));
         let stream = jvm.wait(read.stream())??;
         stats.add(&stream.stats());
@@ -371,8 +399,7 @@ impl Scan {
         let batch = match &mut self.batches {
             Batches::Read(stream) => jvm.wait(stream.next())?.transpose()?,
             Batches::Aggregate { bound, streams } if !streams.is_empty() => {
-                let reads = futures::stream::select_all(std::mem::take(streams));
-                Some(jvm.wait(bound.aggregate(reads))??)
+                Some(jvm.wait(bound.aggregate_concurrently(std::mem::take(streams)))??)
             }
             Batches::Aggregate { .. } => None,
         };
@@ -413,5 +440,36 @@ impl Batch {
 impl Drop for Batch {
     fn drop(&mut self) {
         LIVE_BATCH_BYTES.fetch_sub(self.body.len(), Ordering::Relaxed);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{MIN_PIECE_ROWS, pieces};
+
+    /// Pieces cover each range exactly, in order, about `parallelism` in all, none too small.
+    #[test]
+    fn pieces_cover_the_ranges_in_proportion() {
+        let big = 10 * MIN_PIECE_ROWS;
+        // The ranges (a file's number and its rows), the parallelism, the pieces wanted.
+        type Case = (Vec<(u8, std::ops::Range<u64>)>, u64, usize);
+        let cases: Vec<Case> = vec![
+            (vec![(0, 0..big)], 2, 2),
+            (vec![(0, 0..big), (1, 5..big + 5)], 2, 2),
+            (vec![(0, 0..big), (1, 0..big / 3)], 4, 5),
+            (vec![(0, 0..MIN_PIECE_ROWS + 1)], 8, 1),
+            (vec![(0, 7..7)], 2, 1),
+        ];
+        for (ranges, parallelism, count) in cases {
+            let out = pieces(&ranges, parallelism);
+            assert_eq!(out.len(), count, "{ranges:?}");
+            for (file, rows) in &ranges {
+                let mine: Vec<_> = out.iter().filter(|(f, _)| f == file).map(|(_, r)| r.clone()).collect();
+                assert_eq!(mine.first().map(|r| r.start), Some(rows.start));
+                assert_eq!(mine.last().map(|r| r.end), Some(rows.end));
+                assert!(mine.windows(2).all(|w| w[0].end == w[1].start));
+                assert!(mine.len() == 1 || mine.iter().all(|r| r.end - r.start >= MIN_PIECE_ROWS));
+            }
+        }
     }
 }

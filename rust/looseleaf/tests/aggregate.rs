@@ -180,6 +180,20 @@ fn aggregate(file: &FileReader, aggregation: &Aggregation) -> RecordBatch {
     })
 }
 
+/// `aggregation` of `file`'s rows read as `pieces` row ranges, aggregated concurrently.
+fn aggregate_in_pieces(file: &FileReader, aggregation: &Aggregation, pieces: u64) -> RecordBatch {
+    let bound = aggregation.bind(file.schema()).unwrap();
+    let rows = file.num_rows();
+    runtime().block_on(async {
+        let mut reads = Vec::new();
+        for i in 0..pieces {
+            let range = rows * i / pieces..rows * (i + 1) / pieces;
+            reads.push(bound.prepare(file.read().with_row_range(range)).stream().await.unwrap());
+        }
+        bound.aggregate_concurrently(reads).await.unwrap()
+    })
+}
+
 fn aggregate_case(seed: u64, rows: usize, encoding: usize, grouping: usize, wide: bool, results: AggregateResults) {
     let mut rng = StdRng::seed_from_u64(seed);
     let t = table(&mut rng, rows, wide);
@@ -218,6 +232,10 @@ fn aggregate_case(seed: u64, rows: usize, encoding: usize, grouping: usize, wide
     let result = aggregate(&file, &aggregation);
     let want = expected(&t, group_by, from);
     if results == AggregateResults::Final {
+        // Final results of row ranges aggregated concurrently and merged: the same.
+        let pieces = aggregate_in_pieces(&file, &aggregation, 1 + seed % 4);
+        assert_eq!(pieces.schema(), result.schema());
+        assert_eq!(merged(&pieces, group_by), want);
         // One row per group, sums in Spark's types of sums (decimal(p + 10, s), bigint).
         assert_eq!(result.num_rows(), want.len());
         let types: Vec<_> =
@@ -354,6 +372,7 @@ fn final_sums_are_exact_and_checked_once() {
             ..Aggregation::default()
         };
         let result = aggregate(&file, &lenient);
+        assert_eq!(aggregate_in_pieces(&file, &lenient, 2), result, "merged from two ranges' partial sums");
         assert_eq!(result.num_rows(), 1);
         assert_eq!(result.schema().field(0).data_type(), &DataType::Decimal128(38, 0));
         let x = result.column(0).as_primitive::<Decimal128Type>();

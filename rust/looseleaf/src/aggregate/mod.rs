@@ -100,6 +100,8 @@ pub struct BoundAggregation {
     /// The value types of the grouping columns.
     group_types: Vec<DataType>,
     schema: SchemaRef,
+    /// The schema of the rows it reads (what it was bound to).
+    input: SchemaRef,
 }
 
 impl Aggregation {
@@ -183,6 +185,7 @@ impl Aggregation {
             result_types,
             group_types,
             schema: Arc::new(Schema::new(fields)),
+            input: Arc::new(schema.clone()),
         })
     }
 }
@@ -191,6 +194,11 @@ impl BoundAggregation {
     /// The schema of the partial results: the grouping columns, then `agg_0`, `agg_1`, ...
     pub fn schema(&self) -> &SchemaRef {
         &self.schema
+    }
+
+    /// Partial or final results.
+    pub fn results(&self) -> AggregateResults {
+        self.aggregation.results
     }
 
     /// The top-level columns the aggregation reads (grouping columns first), each once.
@@ -231,6 +239,75 @@ impl BoundAggregation {
             Some(filter) => read.with_filter(filter.clone()),
             None => read,
         }
+    }
+
+    /// Aggregates several reads [`prepare`](Self::prepare)d for it (files of one schema, or
+    /// row ranges of them). For final results, each read's partial results are computed on a
+    /// task of its own, concurrently, then merged; partial results are computed from the reads'
+    /// batches as they come, on this task. The reads' order does not matter.
+    ///
+    /// Must run on a tokio runtime.
+    ///
+    /// # Errors
+    /// The reads' errors; an overflow in ANSI mode.
+    pub async fn aggregate_concurrently<S>(&self, reads: Vec<S>) -> Result<RecordBatch>
+    where
+        S: Stream<Item = Result<RecordBatch>> + Unpin + Send + 'static,
+    {
+        if reads.len() == 1 || self.aggregation.results == AggregateResults::Partial {
+            return self.aggregate(futures::stream::select_all(reads)).await;
+        }
+        let partial =
+            Aggregation { results: AggregateResults::Partial, ..self.aggregation.clone() }.bind(&self.input)?;
+        let tasks: Vec<_> = reads
+            .into_iter()
+            .map(|read| {
+                let partial = partial.clone();
+                tokio::spawn(async move { partial.aggregate(read).await })
+            })
+            .collect();
+        let mut pieces = Vec::with_capacity(tasks.len());
+        for task in tasks {
+            pieces.push(task.await.map_err(|e| Error::internal(format!("aggregate: a read's task failed: {e}")))??);
+        }
+        let merge = self.merge_of(&partial)?;
+        let merged = merge.aggregate(futures::stream::iter(pieces.into_iter().map(Ok))).await?;
+        // The merge's columns are this aggregation's (its counts are sums of counts: never null).
+        RecordBatch::try_new_with_options(
+            self.schema.clone(),
+            merged.columns().to_vec(),
+            &RecordBatchOptions::new().with_row_count(Some(merged.num_rows())),
+        )
+        .map_err(|e| Error::internal(format!("aggregate: merged results: {e}")))
+    }
+
+    /// The aggregation that merges `partial`'s results into this one's (final) results: counts
+    /// and sums added, extremes kept, grouped by the same columns.
+    fn merge_of(&self, partial: &BoundAggregation) -> Result<BoundAggregation> {
+        let functions = self
+            .aggregation
+            .functions
+            .iter()
+            .enumerate()
+            .map(|(i, function)| {
+                let column = ValueExpr::Column(format!("agg_{i}"));
+                match function {
+                    AggregateFunction::CountRows | AggregateFunction::Count(_) | AggregateFunction::Sum(_) => {
+                        AggregateFunction::Sum(column)
+                    }
+                    AggregateFunction::Min(_) => AggregateFunction::Min(column),
+                    AggregateFunction::Max(_) => AggregateFunction::Max(column),
+                }
+            })
+            .collect();
+        Aggregation {
+            group_by: self.aggregation.group_by.clone(),
+            functions,
+            filter: None,
+            arithmetic: self.aggregation.arithmetic,
+            results: self.aggregation.results,
+        }
+        .bind(partial.schema())
     }
 
     /// Aggregates the batches of reads [`prepare`](Self::prepare)d for it: of one read, or of

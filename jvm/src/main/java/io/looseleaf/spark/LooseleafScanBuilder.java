@@ -25,9 +25,9 @@ import org.apache.spark.sql.types.StructType;
  * <p>Aggregates: without a filter on the files' columns, those that metadata answers ({@link
  * MetadataAggregateScan}: {@code COUNT(*)}, {@code MIN}/{@code MAX} from statistics) are answered
  * completely; otherwise those the core computes ({@link SparkAggregates}; Spark tries only when
- * every filter was pushed exactly) are pushed completely when the columns they read (with the
- * filters') fit one partition ({@code maxPartitionBytes}, as Spark sizes a task), and partially
- * otherwise. Complete: one task aggregates every file's rows (read concurrently) to the final
+ * every filter was pushed exactly) are pushed completely when they have no {@code GROUP BY} and
+ * the columns they read (with the filters') fit one partition ({@code maxPartitionBytes}, as
+ * Spark sizes a task), and partially otherwise. Complete: one task aggregates every file's rows (read concurrently) to the final
  * results, and Spark runs no aggregation, exchange or second stage of its own; {@code AVG} is
  * left for Spark to split into {@code SUM} and {@code COUNT}, which are. Partial: each range
  * reads its rows' partial results, and Spark merges them.
@@ -195,7 +195,10 @@ final class LooseleafScanBuilder
    * The request of {@code aggregation}'s final results when the core computes them and one task
    * can read every file for them: the columns it and the filters read come to at most {@code
    * maxPartitionBytes} over all files (a filter on partition columns, which Spark evaluates
-   * again, rules it out). Null otherwise.
+   * again, rules it out). Null otherwise, and for an aggregation with {@code GROUP BY}: its rows
+   * are usually sorted or joined next, and Spark's range partitioning for a sort samples its
+   * input by running it (a V2 scan cannot report that it is one partition), so a complete
+   * aggregation would be computed twice; merging partial results costs Spark little.
    */
   private String completeRequest(Aggregation aggregation) {
     if (completeFor == aggregation) {
@@ -203,7 +206,7 @@ final class LooseleafScanBuilder
     }
     completeFor = aggregation;
     completeRequest = null;
-    if (dataset.files.isEmpty() || !partitionFilters.isEmpty()) {
+    if (dataset.files.isEmpty() || !partitionFilters.isEmpty() || aggregation.groupByExpressions().length > 0) {
       return null;
     }
     String request = translate(aggregation, true);
