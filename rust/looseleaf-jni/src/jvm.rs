@@ -55,9 +55,11 @@ impl<'a, 'local> JvmThread<'a, 'local> {
         let runtime = runtime()?;
         runtime.block_on(async {
             tokio::pin!(future);
-            let mut poll = tokio::time::interval(INTERRUPT_POLL);
+            // The first check is one period away: an interval's immediate first tick still
+            // waits for the timer driver's next millisecond, which cost every call (each batch
+            // of a scan) about 1 ms.
+            let mut poll = tokio::time::interval_at(tokio::time::Instant::now() + INTERRUPT_POLL, INTERRUPT_POLL);
             poll.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
-            poll.tick().await;
             loop {
                 tokio::select! {
                     output = &mut future => return Ok(output),
