@@ -402,3 +402,47 @@ fn integers_fit(t: &RecordBatch) -> bool {
     let n = t.column(1).as_primitive::<Int64Type>();
     i64::try_from(n.iter().flatten().map(i128::from).sum::<i128>()).is_ok()
 }
+
+/// Dropping a concurrent aggregation (a cancelled query) stops its reads: their tasks are
+/// aborted, not left running to the end of the data.
+#[test]
+fn a_dropped_concurrent_aggregation_stops_its_reads() {
+    use futures::StreamExt;
+    use std::sync::atomic::{AtomicUsize, Ordering};
+
+    struct Dropped(Arc<AtomicUsize>);
+    impl Drop for Dropped {
+        fn drop(&mut self) {
+            self.0.fetch_add(1, Ordering::SeqCst);
+        }
+    }
+    let dropped = Arc::new(AtomicUsize::new(0));
+    let schema = Schema::new(vec![Field::new("x", DataType::Int64, true)]);
+    let aggregation = Aggregation {
+        functions: vec![AggregateFunction::Sum(ValueExpr::Column("x".into()))],
+        results: AggregateResults::Final,
+        ..Aggregation::default()
+    };
+    let bound = aggregation.bind(&schema).unwrap();
+    // Reads that never end, each noting when it is dropped.
+    let reads: Vec<_> = (0..3)
+        .map(|_| {
+            let flag = Dropped(dropped.clone());
+            futures::stream::pending::<looseleaf::Result<RecordBatch>>().map(move |b| {
+                let _ = &flag;
+                b
+            })
+        })
+        .collect();
+    runtime().block_on(async {
+        let running = tokio::time::timeout(std::time::Duration::from_millis(50), bound.aggregate_concurrently(reads));
+        assert!(running.await.is_err(), "the reads never end");
+        for _ in 0..200 {
+            if dropped.load(Ordering::SeqCst) == 3 {
+                return;
+            }
+            tokio::time::sleep(std::time::Duration::from_millis(5)).await;
+        }
+        panic!("{} of 3 reads dropped", dropped.load(Ordering::SeqCst));
+    });
+}

@@ -246,7 +246,7 @@ impl BoundAggregation {
     /// task of its own, concurrently, then merged; partial results are computed from the reads'
     /// batches as they come, on this task. The reads' order does not matter.
     ///
-    /// Must run on a tokio runtime.
+    /// Must run on a tokio runtime. Dropping the future aborts the reads' tasks.
     ///
     /// # Errors
     /// The reads' errors; an overflow in ANSI mode.
@@ -259,16 +259,15 @@ impl BoundAggregation {
         }
         let partial =
             Aggregation { results: AggregateResults::Partial, ..self.aggregation.clone() }.bind(&self.input)?;
-        let tasks: Vec<_> = reads
-            .into_iter()
-            .map(|read| {
-                let partial = partial.clone();
-                tokio::spawn(async move { partial.aggregate(read).await })
-            })
-            .collect();
+        // A set, not bare handles: dropping this future (a cancelled query) aborts the reads.
+        let mut tasks = tokio::task::JoinSet::new();
+        for read in reads {
+            let partial = partial.clone();
+            tasks.spawn(async move { partial.aggregate(read).await });
+        }
         let mut pieces = Vec::with_capacity(tasks.len());
-        for task in tasks {
-            pieces.push(task.await.map_err(|e| Error::internal(format!("aggregate: a read's task failed: {e}")))??);
+        while let Some(piece) = tasks.join_next().await {
+            pieces.push(piece.map_err(|e| Error::internal(format!("aggregate: a read's task failed: {e}")))??);
         }
         let merge = self.merge_of(&partial)?;
         let merged = merge.aggregate(futures::stream::iter(pieces.into_iter().map(Ok))).await?;
