@@ -195,6 +195,9 @@ QUERIES = {
     "aggregate": "select year, region, count(*), sum(amount), sum(qty), min(day), max(day), count(name) "
     "from sales group by year, region",
     "count": "select count(*) from sales",
+    # No GROUP BY, exact filters, small files: one task aggregates every file completely.
+    "complete": "select count(*), sum(amount), min(day), max(qty), count(name) from sales "
+    "where qty < 5 and amount > 10",
     "join": "select r.manager, s.year, count(*), sum(s.amount) "
     "from sales s join regions r on s.region = r.region where s.qty > 6 group by r.manager, s.year",
 }
@@ -223,6 +226,8 @@ def _on_answers(spark, fmt: str, sales: str, regions: str, options: dict[str, st
     load(sales).createOrReplaceTempView("sales")
     load(regions).createOrReplaceTempView("regions")
     answers = {name: _sorted(spark.sql(sql).collect()) for name, sql in QUERIES.items()}
+    plan = spark.sql(QUERIES["complete"])._jdf.queryExecution().executedPlan().toString()
+    answers["taken completely"] = "complete aggregates by looseleaf" in plan
     answers["schema"] = [(f.name, f.dataType.simpleString()) for f in spark.table("sales").schema]
     return answers
 
@@ -240,6 +245,7 @@ def test_a_partitioned_dataset_on_s3_answers_as_parquet_does(driver, s3, storage
         )
         for name in [*QUERIES, "schema"]:
             assert got[name] == expected[name], (scheme, name)
+        assert got["taken completely"], scheme
     # The same dataset, read outside Spark: its files by partition directory, the rows counted.
     dataset = looseleaf.dataset(f"s3://{BUCKET}/sales", storage_options=s3.storage_options())
     assert dataset.num_rows == SALES_ROWS
