@@ -268,12 +268,15 @@ const MIN_PIECE_ROWS: u64 = 1 << 17;
 /// in proportion to its rows and none of fewer than [`MIN_PIECE_ROWS`] rows: one task's final
 /// aggregation uses the runtime's threads as the tasks of a partial one would.
 fn pieces<F: Copy>(ranges: &[(F, Range<u64>)], parallelism: u64) -> Vec<(F, Range<u64>)> {
-    let total: u64 = ranges.iter().map(|(_, rows)| rows.end - rows.start).sum::<u64>().max(1);
+    // In 128 bits: row counts come from files' metadata, and products of them must not wrap.
+    let total: u128 = ranges.iter().map(|(_, rows)| u128::from(rows.end - rows.start)).sum::<u128>().max(1);
     let mut out = Vec::new();
     for (file, rows) in ranges {
-        let len = rows.end - rows.start;
-        let wanted = (len * parallelism).div_ceil(total).min(len / MIN_PIECE_ROWS).max(1);
-        out.extend((0..wanted).map(|i| (*file, rows.start + len * i / wanted..rows.start + len * (i + 1) / wanted)));
+        let len = u128::from(rows.end - rows.start);
+        let wanted = (len * u128::from(parallelism)).div_ceil(total).min(len / u128::from(MIN_PIECE_ROWS)).max(1);
+        // Offsets below `len`, so they fit the range's `u64` bounds.
+        let at = |i: u128| rows.start + (len * i / wanted) as u64;
+        out.extend((0..wanted).map(|i| (*file, at(i)..at(i + 1))));
     }
     out
 }
@@ -459,6 +462,8 @@ mod tests {
             (vec![(0, 0..big), (1, 0..big / 3)], 4, 5),
             (vec![(0, 0..MIN_PIECE_ROWS + 1)], 8, 1),
             (vec![(0, 7..7)], 2, 1),
+            // A file's claim of rows must not overflow the arithmetic.
+            (vec![(0, 0..u64::MAX), (1, 0..u64::MAX / 2)], 3, 4),
         ];
         for (ranges, parallelism, count) in cases {
             let out = pieces(&ranges, parallelism);
