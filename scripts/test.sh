@@ -34,10 +34,10 @@ if cargo nextest --version >/dev/null 2>&1; then
     # Every test binary's tests on two processes at once, not one binary after the other as
     # `cargo test` runs them: much of the longest suites (deadlocks, bad input) waits on
     # timeouts. Doctests are not nextest's: run by cargo.
-    cargo nextest run --locked -p looseleaf --no-fail-fast --status-level fail --final-status-level slow
+    cargo nextest run --locked -p looseleaf -p looseleaf-jni --no-fail-fast --status-level fail --final-status-level slow
     cargo test --locked -p looseleaf --doc
 else
-    cargo test --locked -p looseleaf
+    cargo test --locked -p looseleaf -p looseleaf-jni
 fi
 
 step "rust: fuzzer regressions (fuzz/, a workspace of its own: docs/fuzzing.md)"

@@ -61,6 +61,9 @@ final class LooseleafScanBuilder
   /** The core's request of final results for {@link #completeFor}, or null: not complete. */
   private String completeRequest;
 
+  /** The schema of {@link #completeRequest}'s results. */
+  private StructType completeSchema;
+
   private StructType coreAggregateSchema;
   private List<String> coreAggregateColumns;
 
@@ -166,10 +169,11 @@ final class LooseleafScanBuilder
     }
     String request = completeRequest(aggregation);
     completeAggregate = request != null;
+    StructType schema = completeSchema;
     if (request == null) {
       request = translate(aggregation, false);
+      schema = request == null ? null : dataset.aggregateSchema(request);
     }
-    StructType schema = request == null ? null : dataset.aggregateSchema(request);
     if (schema == null) {
       return false;
     }
@@ -210,7 +214,8 @@ final class LooseleafScanBuilder
       return null;
     }
     String request = translate(aggregation, true);
-    if (request == null || dataset.aggregateSchema(request) == null) {
+    StructType schema = request == null ? null : dataset.aggregateSchema(request);
+    if (schema == null) {
       return null;
     }
     java.util.Set<String> read = new java.util.LinkedHashSet<>(SparkAggregates.columns(aggregation));
@@ -233,6 +238,7 @@ final class LooseleafScanBuilder
       }
     }
     completeRequest = request;
+    completeSchema = schema;
     return request;
   }
 
