@@ -47,24 +47,6 @@ final class FileRange implements InputPartition {
       String aggregate,
       InternalRow partitionValues,
       int[] partitionColumns,
-      StructType partitionSchema) {
-    this(file, storageOptions, columns, start, end, readOptions, constantBatchRows, filter, rowFilter, aggregate,
-        partitionValues, partitionColumns, partitionSchema, List.of());
-  }
-
-  private FileRange(
-      String file,
-      Map<String, String> storageOptions,
-      List<String> columns,
-      long start,
-      long end,
-      List<String> readOptions,
-      int constantBatchRows,
-      String filter,
-      String rowFilter,
-      String aggregate,
-      InternalRow partitionValues,
-      int[] partitionColumns,
       StructType partitionSchema,
       List<FileRange> aggregatedWith) {
     this.file = file;

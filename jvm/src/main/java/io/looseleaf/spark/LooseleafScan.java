@@ -160,7 +160,8 @@ final class LooseleafScan implements SupportsReportStatistics, Batch {
                     aggregate,
                     partitionValues,
                     partitionColumns,
-                    dataset.partitionSchema));
+                    dataset.partitionSchema,
+                    List.of()));
           }
         }
       }
@@ -181,7 +182,8 @@ final class LooseleafScan implements SupportsReportStatistics, Batch {
               aggregate,
               null,
               new int[0],
-              dataset.partitionSchema));
+              dataset.partitionSchema,
+              List.of()));
     }
     if (complete && partitions.size() > 1) {
       // One task aggregates every range: the final results are one partition's rows.
