@@ -42,7 +42,7 @@ def test_schema_rows_and_metadata(path, table):
     assert repr(reader).startswith("looseleaf.FileReader(")
     metadata = reader.metadata
     assert metadata["num_rows"] == table.num_rows
-    assert metadata["format_version"] == "2.4"
+    assert metadata["format_version"] == "2.5"
     assert metadata["created_by"].startswith("looseleaf ")
     by_field = {c["field"]: c for c in metadata["columns"]}
     assert set(by_field) == set(table.column_names)

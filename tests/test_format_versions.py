@@ -2,9 +2,9 @@
 
 ``tests/data/format_1_0*.leaf`` were written by the format 1.0 writer (one with Zstandard pages,
 one without) from the table in ``format_1_0.arrow``: every later reader must read them equal to it,
-on every read path. Files written now are format 2.4 (2.0 plus zone maps, the ALP-RD and ALP encodings
-of floats and the OnPair encoding of strings), with a CRC-32 of every page buffer that reads verify
-unless told not to.
+on every read path. Files written now are format 2.5 (2.0 plus zone maps, the ALP-RD and ALP encodings
+of floats, the OnPair encoding of strings and decimals bit-packed in narrow lanes), with a CRC-32 of
+every page buffer that reads verify unless told not to.
 """
 
 from __future__ import annotations
@@ -43,11 +43,11 @@ def test_files_written_by_the_1_0_writer_read_equal_on_every_path(name: str, v1_
     assert as_dictionary.column("name").cast(pa.string()).equals(v1_table.column("name"))
 
 
-def test_new_files_are_format_2_4_with_checksums_and_zone_maps(tmp_path: Path) -> None:
+def test_new_files_are_format_2_5_with_checksums_and_zone_maps(tmp_path: Path) -> None:
     table = pa.table({"x": pa.array(range(1000), pa.int64())})
     looseleaf.write_table(table, tmp_path / "new.leaf")
     reader = looseleaf.open(tmp_path / "new.leaf")
-    assert reader.metadata["format_version"] == "2.4"
+    assert reader.metadata["format_version"] == "2.5"
     assert reader.to_table().equals(table)
     # The zone map (8,192-row zones: one here) is what a filter skips by; a file without one
     # (as 2.0 files are) is filtered by its pages' statistics, with the same result.

@@ -36,8 +36,10 @@ pub const MAJOR_VERSION: u16 = 2;
 /// Minor format version written: additions a reader of the same major version either ignores
 /// safely or refuses through [`Footer::required_features`](proto::Footer::required_features).
 /// 2.1 added zone maps, 2.2 the ALP-RD encoding of floats, 2.3 the ALP encoding of floats, 2.4
-/// the OnPair encoding of strings (an older reader refuses their pages as an unknown encoding).
-pub const MINOR_VERSION: u16 = 4;
+/// the OnPair encoding of strings (an older reader refuses their pages as an unknown encoding),
+/// 2.5 bit-packed 16-byte values in lanes narrower than 64 bits (an older reader refuses those
+/// pages as corrupt).
+pub const MINOR_VERSION: u16 = 5;
 /// The major versions this reader reads: files written before 2.0 stay readable.
 pub const READABLE_MAJOR_VERSIONS: std::ops::RangeInclusive<u16> = 1..=MAJOR_VERSION;
 /// The required features this reader understands. Version 2.0 defines none: a later minor

@@ -325,7 +325,8 @@ fn inconsistent_pages() -> Vec<(&'static str, &'static str, PageEdit)> {
         ("lanes of 12 bits", "bitpacked", Box::new(|p, _| bitpacked(p).lane_bits = 12)),
         ("lanes wider than the values", "bitpacked", Box::new(|p, _| bitpacked(p).lane_bits = 64)),
         ("128-bit lanes", "bitpacked16", Box::new(|p, _| bitpacked(p).lane_bits = 128)),
-        ("32-bit lanes for 16-byte values", "bitpacked16", Box::new(|p, _| bitpacked(p).lane_bits = 32)),
+        // The fixture's 16-byte values take 8 bits, packed in 8-bit lanes.
+        ("bit width above 8-bit lanes of 16-byte values", "bitpacked16", Box::new(|p, _| bitpacked(p).bit_width = 9)),
         ("values of 3 bytes", "bitpacked", Box::new(|p, _| bitpacked(p).value_bytes = 3)),
         ("a reference of the wrong width", "bitpacked", Box::new(|p, _| bitpacked(p).reference.push(0))),
         ("a wider bit width over the same bytes", "bitpacked", Box::new(|p, _| bitpacked(p).bit_width += 1)),

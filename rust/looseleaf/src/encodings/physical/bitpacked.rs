@@ -10,7 +10,8 @@
 //! Reading some rows reads only the blocks holding them (`128 × bit_width` bytes each); rows
 //! scattered over many blocks (a take) are unpacked one by one, others block by block. A width
 //! of 0 (all values equal to the reference) stores nothing. Values of 16 bytes (decimal128) are
-//! packed in 64-bit lanes when their range allows.
+//! packed when their range allows, in the narrowest lanes of 8, 16, 32 or 64 bits that hold the
+//! width: a range test of `l_discount` (4 bits) unpacks and compares a block in 1 KiB, not 8.
 
 use std::ops::Range;
 
@@ -20,7 +21,7 @@ use arrow_buffer::{BooleanBuffer, BooleanBufferBuilder, Buffer, MutableBuffer};
 use super::PageContext;
 use super::binary::aligned;
 use super::integers::{
-    BLOCK, block_bytes, blocks_for, read_int, shared_block_spans, test_packed, unpack_alone, unpack_blocks,
+    BLOCK, Widening, block_bytes, blocks_for, read_int, shared_block_spans, test_packed, unpack_alone, unpack_blocks,
     unpack_filtered, unpack_selected, unpack_widened, write_int,
 };
 use crate::encodings::range_test::RangeTest;
@@ -46,7 +47,7 @@ impl Layout {
             matches!(value_bytes, 1 | 2 | 4 | 8 | 16)
                 && matches!(lane_bytes, 1 | 2 | 4 | 8)
                 && encoding.lane_bits.is_multiple_of(8)
-                && (lane_bytes == value_bytes || (value_bytes == 16 && lane_bytes == 8))
+                && (lane_bytes == value_bytes || value_bytes == 16)
                 && encoding.bit_width <= encoding.lane_bits
                 && encoding.reference.len() == value_bytes,
             corrupt,
@@ -64,22 +65,32 @@ impl Layout {
         })
     }
 
-    /// The reference added in the lanes: 16-byte values add theirs when widened.
+    /// The reference added in the lanes: values wider than their lanes add theirs when widened.
     fn lane_reference(&self) -> u64 {
         if self.value_bytes == self.lane_bytes { self.reference as u64 } else { 0 }
     }
 
-    /// 16-byte values in 64-bit lanes taken as 8-byte values (the lanes plus the reference,
-    /// wrapping in 64 bits), if every value the page can hold fits 64 bits: the reference does,
-    /// and so does the reference plus the largest difference of `bit_width` bits.
+    /// How values wider than their lanes are made of their differences.
+    fn widening(&self) -> Widening {
+        Widening::new(self.value_bytes, self.bit_width, self.reference)
+    }
+
+    /// 16-byte values taken as 8-byte values (the differences plus the reference, wrapping in 64
+    /// bits), if every value the page can hold fits 64 bits: the reference does, and so does the
+    /// reference plus the largest difference of `bit_width` bits.
     fn as_64(&self) -> Option<Layout> {
-        if self.value_bytes != 16 || self.lane_bytes != 8 {
+        if self.value_bytes != 16 {
             return None;
         }
         let largest = if self.bit_width >= 64 { u64::MAX } else { (1u64 << self.bit_width) - 1 };
         let reference = i64::try_from(self.reference).ok()?;
         reference.checked_add_unsigned(largest)?;
-        Some(Layout { value_bytes: 8, lane_bytes: 8, bit_width: self.bit_width, reference: reference as i128 })
+        Some(Layout {
+            value_bytes: 8,
+            lane_bytes: self.lane_bytes,
+            bit_width: self.bit_width,
+            reference: reference as i128,
+        })
     }
 }
 
@@ -251,15 +262,16 @@ impl BitpackedDecoder {
                     } else {
                         alone.clear();
                         unpack_selected(&packed, width, lanes, 0, positions, &mut alone)?;
-                        widen_into(alone.as_slice(), layout.reference, &mut out);
+                        layout.widening().extend_lanes(&alone, lanes, &mut out)?;
                     }
                     continue;
                 }
                 if layout.value_bytes != layout.lane_bytes {
-                    // 16-byte values in 64-bit lanes: unpacked and widened block by block.
+                    // Values wider than their lanes: unpacked and widened block by block.
                     let (packed, first_row) = self.packed_blocks(&span)?;
                     let rows = members.iter().map(|p| (p.start - first_row) as usize..(p.end - first_row) as usize);
-                    unpack_widened(&packed, layout.bit_width, layout.reference, rows, &mut out)?;
+                    let (width, lanes) = (layout.bit_width, layout.lane_bytes);
+                    unpack_widened(&packed, width, lanes, layout.widening(), rows, &mut out)?;
                     continue;
                 }
                 let (values, skip) = self.lane_values(layout, &span)?;
@@ -281,8 +293,8 @@ impl BitpackedDecoder {
 
 impl BitpackedDecoder {
     /// The rows of `rows_to_skip..rows_to_skip + num_rows` where `selected` is set, as values
-    /// of `layout`. 16-byte values in 64-bit lanes (decimals above 18 digits, or asked for at
-    /// 128 bits) are unpacked as differences and widened, the selected ones alone.
+    /// of `layout`. Values wider than their lanes (decimal128) are unpacked as differences and
+    /// widened, the selected ones alone.
     fn decode_selected_as(
         &self,
         layout: &Layout,
@@ -290,12 +302,9 @@ impl BitpackedDecoder {
         num_rows: u64,
         selected: &BooleanBuffer,
     ) -> Result<Option<DataBlock>> {
-        // The writer's lanes are the values' width up to 8 bytes, and 8 bytes for 16-byte values;
-        // any other pairing (a file's claim) is left to `decode_as`, which checks it.
+        // The writer's lanes are the values' width up to 8 bytes, and 8 bytes or fewer for 16-byte
+        // values (8-byte ones here when asked for at 64 bits).
         let widened = layout.value_bytes != layout.lane_bytes;
-        if widened && (layout.value_bytes, layout.lane_bytes) != (16, 8) {
-            return Ok(None);
-        }
         ensure!(
             selected.len() as u64 == num_rows,
             internal,
@@ -324,7 +333,7 @@ impl BitpackedDecoder {
                 at += len;
             }
             if widened {
-                widen_into(differences.as_slice(), layout.reference, &mut out);
+                layout.widening().extend_lanes(&differences, layout.lane_bytes, &mut out)?;
             }
         }
         ensure!(out.len() as u64 == count * w as u64, internal, "bit-packed page decoded the wrong number of values");
@@ -401,9 +410,14 @@ pub fn encode(
     buffers: &mut Vec<Buffer>,
 ) -> Result<BitpackedEncoding> {
     let value_bytes = (block.bits_per_value / 8) as usize;
-    let lane_bytes = value_bytes.min(8);
     let range = max.wrapping_sub(min) as u128;
     let bit_width = super::integers::bits_needed(range);
+    // Values up to 8 bytes are packed in lanes of their width (a run of rows decodes with no
+    // widening pass); 16-byte ones in the narrowest lanes holding the width.
+    let lane_bytes = match value_bytes {
+        16 => (bit_width.max(8) as usize).next_power_of_two().min(64) / 8,
+        bytes => bytes.min(8),
+    };
     if bit_width as usize > lane_bytes * 8 {
         return Err(Error::internal(format!("a range of {bit_width} bits does not fit {lane_bytes}-byte lanes")));
     }
@@ -426,17 +440,6 @@ pub fn encode(
     })
 }
 
-/// Appends 64-bit lanes plus `reference` as 16-byte integers (wrapping, in Arrow's native order).
-///
-/// Written as they are computed: zeroing the output first (`resize`) was a `memset` of every
-/// decimal column's values, and in a first read of lineitem an eighth of its page faults.
-fn widen_into(lanes: &[u8], reference: i128, out: &mut MutableBuffer) {
-    out.extend(lanes.chunks_exact(8).map(|lane| {
-        let delta = u64::from_le_bytes([lane[0], lane[1], lane[2], lane[3], lane[4], lane[5], lane[6], lane[7]]);
-        reference.wrapping_add(delta as i128)
-    }));
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -447,6 +450,61 @@ mod tests {
 
     fn test(low: i128, high: i128, signed: bool) -> RangeTest {
         RangeTest { low, high, signed }
+    }
+
+    fn values_of(block: DataBlock, bytes: usize) -> Vec<i128> {
+        let DataBlock::FixedWidth(block) = block else { panic!("not fixed-width values") };
+        assert_eq!(block.bits_per_value as usize, bytes * 8);
+        block.data.as_slice().chunks_exact(bytes).map(|v| read_int(v, true)).collect()
+    }
+
+    /// 16-byte values decode the same from lanes of every width that holds them (the writer's
+    /// narrowest lanes and the 64-bit lanes of files before format 2.5): rows decoded as a run,
+    /// scattered (a take), selected, at 64 bits, and range-tested.
+    #[test]
+    fn sixteen_byte_values_decode_alike_from_every_lane_width() {
+        let mut state = 5u64;
+        let mut next = move || {
+            state = state.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+            state >> 11
+        };
+        let n = 3000u64;
+        for width in [1u32, 4, 8, 9, 16, 17, 32, 33, 64] {
+            let largest = if width == 64 { u64::MAX } else { (1u64 << width) - 1 };
+            let differences: Vec<u64> = (0..n).map(|_| next() & largest).collect();
+            for reference in [-12_345i128, 1 << 100] {
+                let want: Vec<i128> = differences.iter().map(|d| reference.wrapping_add(*d as i128)).collect();
+                let selected = BooleanBuffer::from_iter((0..n).map(|i| i % 1024 < 3 || next() % 5 == 0));
+                let scattered: Vec<Range<u64>> = [3, 700, 1500, 2999].iter().map(|r| *r..*r + 1).collect();
+                for lane_bytes in [1usize, 2, 4, 8].into_iter().filter(|l| width as usize <= l * 8) {
+                    let layout = layout(16, lane_bytes, width, reference);
+                    let packed = crate::encodings::physical::integers::pack(&differences, width, lane_bytes).unwrap();
+                    let runs = vec![(0..n.div_ceil(BLOCK as u64), packed)];
+                    let all = BitpackedDecoder { layout: layout.clone(), rows: SelectedRows::new(&[0..n]), runs };
+                    let what = format!("width {width}, lanes of {lane_bytes}, reference {reference}");
+                    assert_eq!(values_of(all.decode(0, n).unwrap(), 16), want, "{what}");
+                    assert_eq!(values_of(all.decode(1000, 1100).unwrap(), 16), want[1000..2100], "{what}");
+                    let picked: Vec<i128> = (0..n as usize).filter(|i| selected.value(*i)).map(|i| want[i]).collect();
+                    let got = all.decode_selected(0, n, &selected).unwrap().unwrap();
+                    assert_eq!(values_of(got, 16), picked, "selected: {what}");
+                    if reference.checked_add(largest as i128).is_some_and(|top| i64::try_from(top).is_ok()) {
+                        let narrow: Vec<i128> = want.iter().map(|v| *v as i64 as i128).collect();
+                        assert_eq!(values_of(all.decode_64(0, n).unwrap(), 8), narrow, "64-bit: {what}");
+                        let got = all.decode_selected_64(0, n, &selected).unwrap().unwrap();
+                        let picked: Vec<i128> = picked.iter().map(|v| *v as i64 as i128).collect();
+                        assert_eq!(values_of(got, 8), picked, "64-bit selected: {what}");
+                    }
+                    let (low, high) = (reference + (largest / 3) as i128, reference + (largest / 2) as i128);
+                    let tested = all.test_range(0, n, &test(low, high, true)).unwrap().unwrap();
+                    let passing: Vec<bool> = want.iter().map(|v| (low..=high).contains(v)).collect();
+                    assert_eq!(tested.values().iter().collect::<Vec<_>>(), passing, "range test: {what}");
+                    let runs = all.runs.clone();
+                    let take = BitpackedDecoder { layout, rows: SelectedRows::new(&scattered), runs };
+                    let taken: Vec<i128> = scattered.iter().map(|r| want[r.start as usize]).collect();
+                    assert_eq!(values_of(take.decode(0, 4).unwrap(), 16), taken, "take: {what}");
+                }
+            }
+        }
     }
 
     #[test]

@@ -271,75 +271,140 @@ pub fn unpack_selected(
     Ok(())
 }
 
+/// How lane values (differences from a reference) become values wider than their lanes: 8-byte
+/// values (decimals asked for at 64 bits) or 16-byte ones (decimal128).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Widening {
+    /// 8-byte values: the reference plus the difference, wrapping in 64 bits.
+    To64(i64),
+    /// 16-byte values whose every sum fits 64 bits: summed in 64 bits and sign-extended, which
+    /// vectorises.
+    To128Narrow(i64),
+    /// 16-byte values summed in 128 bits.
+    To128(i128),
+}
+
+impl Widening {
+    /// The widening of `value_bytes`-byte values (8 or 16) stored as `width`-bit differences
+    /// from `reference`.
+    pub fn new(value_bytes: usize, width: u32, reference: i128) -> Self {
+        let largest = if width >= 64 { u64::MAX } else { (1u64 << width) - 1 };
+        if value_bytes == 8 {
+            return Self::To64(reference as i64);
+        }
+        match i64::try_from(reference).ok().filter(|r| r.checked_add_unsigned(largest).is_some()) {
+            // The true sum fits 64 bits, so the wrapping one is it.
+            Some(reference) => Self::To128Narrow(reference),
+            None => Self::To128(reference),
+        }
+    }
+
+    /// Appends `differences` widened to `out`.
+    ///
+    /// # Errors
+    /// [`crate::Error::Internal`] if `out` does not hold whole values.
+    pub fn extend<T: Copy + Into<u64>>(self, differences: &[T], out: &mut MutableBuffer) -> Result<()> {
+        match self {
+            Self::To64(r) => write_mapped(differences, out, |d| r.wrapping_add(d as i64)),
+            Self::To128Narrow(r) => write_mapped(differences, out, |d| r.wrapping_add(d as i64) as i128),
+            Self::To128(r) => write_mapped(differences, out, |d| r.wrapping_add(d as i128)),
+        }
+    }
+
+    /// Appends the differences in `lanes` (lanes of `lane_bytes`) widened to `out`.
+    ///
+    /// # Errors
+    /// As [`Self::extend`]; [`crate::Error::Internal`] for lanes of another width.
+    pub fn extend_lanes(self, lanes: &MutableBuffer, lane_bytes: usize, out: &mut MutableBuffer) -> Result<()> {
+        match lane_bytes {
+            1 => self.extend(lanes.typed_data::<u8>(), out),
+            2 => self.extend(lanes.typed_data::<u16>(), out),
+            4 => self.extend(lanes.typed_data::<u32>(), out),
+            8 => self.extend(lanes.typed_data::<u64>(), out),
+            other => bail!(internal, "widening lanes of {other} bytes"),
+        }
+    }
+}
+
+/// Appends `f` of each of `values` to `out`, written as computed: zeroing the output first
+/// (`resize`) was a `memset` of every decimal column's values, and in a first read of lineitem
+/// an eighth of its page faults; a stack buffer copied out afterwards was a fifth of a decimal
+/// column's scan.
+fn write_mapped<T: Copy + Into<u64>, O: ArrowNativeType>(
+    values: &[T],
+    out: &mut MutableBuffer,
+    f: impl Fn(u64) -> O,
+) -> Result<()> {
+    let len = out.len();
+    ensure!(len.is_multiple_of(size_of::<O>()), internal, "{}-byte values appended at byte {len}", size_of::<O>());
+    if values.is_empty() {
+        // An empty buffer's pointer need not be aligned for `O`.
+        return Ok(());
+    }
+    out.reserve(values.len() * size_of::<O>());
+    // SAFETY: `reserve` made room for `values.len()` values after `len`, a multiple of their size
+    // from the buffer's 64-byte aligned start, so the slice is in bounds and aligned for `O`; it
+    // does not overlap `values` (not in `out`'s spare capacity: `out` is borrowed mutably).
+    let wide = unsafe {
+        std::slice::from_raw_parts_mut(out.as_mut_ptr().add(len).cast::<std::mem::MaybeUninit<O>>(), values.len())
+    };
+    wide.iter_mut().zip(values).for_each(|(w, v)| _ = w.write(f((*v).into())));
+    // SAFETY: the loop above wrote every one of the `values.len()` values.
+    unsafe { out.set_len(len + values.len() * size_of::<O>()) };
+    Ok(())
+}
+
 /// Appends to `out` the values at each of `pieces` (ranges of positions counted from the start
-/// of `packed`, in any order) of the whole blocks of `width`-bit values in 64-bit lanes that
-/// `packed` holds, each widened to a 16-byte integer plus `reference` (wrapping, in Arrow's
-/// native order): decimals stored as 64-bit differences.
+/// of `packed`, in any order) of the whole blocks of `width`-bit differences in lanes of
+/// `lane_bytes` that `packed` holds, each widened as `widening` says: decimals stored in lanes
+/// narrower than their values.
 ///
 /// Unpacked block by block (a block shared by consecutive pieces once) into a buffer that stays
-/// in the CPU's cache, then widened from it: the 64-bit values never reach memory, a third of
-/// the bytes a scan of a decimal column wrote. Where every value fits 64 bits (the
-/// reference does, and so does the reference plus the largest `width`-bit difference), the sum
-/// is taken in 64 bits and sign-extended, which vectorises; otherwise in 128.
+/// in the CPU's cache, then widened from it: the lane values never reach memory.
 ///
 /// # Errors
-/// As [`unpack_blocks`] for 8-byte lanes; an internal error for a piece past the blocks.
+/// As [`unpack_blocks`]; an internal error for a piece past the blocks.
 pub fn unpack_widened(
     packed: &Buffer,
     width: u32,
-    reference: i128,
+    lane_bytes: usize,
+    widening: Widening,
     pieces: impl Iterator<Item = Range<usize>>,
     out: &mut MutableBuffer,
 ) -> Result<()> {
-    let num_blocks = checked_block_count(packed, width, 8)?;
-    let largest = if width >= 64 { u64::MAX } else { (1u64 << width) - 1 };
-    let narrow = i64::try_from(reference).ok().filter(|r| r.checked_add_unsigned(largest).is_some());
-    let lanes = packed.typed_data::<u64>();
-    let lanes_per_block = BLOCK * width as usize / 64;
-    let mut values = [0u64; BLOCK];
-    let mut unpacked = None;
-    for rows in pieces {
-        ensure!(
-            rows.start <= rows.end && rows.end <= num_blocks * BLOCK,
-            internal,
-            "bit-packed rows {rows:?} past the {num_blocks} blocks read"
-        );
-        for block in rows.start / BLOCK..rows.end.div_ceil(BLOCK) {
-            if unpacked != Some(block) {
-                let block_lanes = &lanes[block * lanes_per_block..][..lanes_per_block];
-                // SAFETY: `block_lanes` holds exactly 1024 × width / 64 lanes and `width` is
-                // at most 64 (`checked_block_count`).
-                unsafe { u64::unchecked_unpack(width as usize, block_lanes, &mut values) };
-                unpacked = Some(block);
+    let num_blocks = checked_block_count(packed, width, lane_bytes)?;
+    macro_rules! widen_lanes {
+        ($t:ty) => {{
+            let lanes = packed.typed_data::<$t>();
+            let lanes_per_block = BLOCK * width as usize / <$t>::BITS as usize;
+            let mut values = [0 as $t; BLOCK];
+            let mut unpacked = None;
+            for rows in pieces {
+                ensure!(
+                    rows.start <= rows.end && rows.end <= num_blocks * BLOCK,
+                    internal,
+                    "bit-packed rows {rows:?} past the {num_blocks} blocks read"
+                );
+                for block in rows.start / BLOCK..rows.end.div_ceil(BLOCK) {
+                    if unpacked != Some(block) {
+                        let block_lanes = &lanes[block * lanes_per_block..][..lanes_per_block];
+                        // SAFETY: `block_lanes` holds exactly 1024 × width / T::BITS lanes and
+                        // `width` is at most T::BITS (`checked_block_count`).
+                        unsafe { <$t>::unchecked_unpack(width as usize, block_lanes, &mut values) };
+                        unpacked = Some(block);
+                    }
+                    let first = rows.start.max(block * BLOCK) - block * BLOCK;
+                    let end = rows.end.min((block + 1) * BLOCK) - block * BLOCK;
+                    widening.extend(&values[first..end], out)?;
+                }
             }
-            let first = rows.start.max(block * BLOCK) - block * BLOCK;
-            let end = rows.end.min((block + 1) * BLOCK) - block * BLOCK;
-            let values = &values[first..end];
-            // Widened straight into `out` (through a stack buffer, the copy out of it was a fifth
-            // of a decimal column's scan).
-            let len = out.len();
-            out.reserve(values.len() * 16);
-            ensure!(len.is_multiple_of(16), internal, "16-byte values appended at byte {len}");
-            // SAFETY: `reserve` made room for `values.len()` 16-byte values after `len`, a
-            // multiple of 16 bytes from the buffer's 64-byte aligned start, so the slice is in
-            // bounds and aligned for `i128`; it does not overlap `values` (on the stack).
-            let wide = unsafe {
-                std::slice::from_raw_parts_mut(
-                    out.as_mut_ptr().add(len).cast::<std::mem::MaybeUninit<i128>>(),
-                    values.len(),
-                )
-            };
-            match narrow {
-                // The true sum fits 64 bits (checked above), so the wrapping one is it.
-                Some(reference) => wide
-                    .iter_mut()
-                    .zip(values)
-                    .for_each(|(w, v)| _ = w.write(reference.wrapping_add(*v as i64) as i128)),
-                None => wide.iter_mut().zip(values).for_each(|(w, v)| _ = w.write(reference.wrapping_add(*v as i128))),
-            }
-            // SAFETY: the loop above wrote every one of the `values.len()` values.
-            unsafe { out.set_len(len + values.len() * 16) };
-        }
+        }};
+    }
+    match lane_bytes {
+        1 => widen_lanes!(u8),
+        2 => widen_lanes!(u16),
+        4 => widen_lanes!(u32),
+        _ => widen_lanes!(u64),
     }
     Ok(())
 }
@@ -444,14 +509,21 @@ pub fn unpack_blocks_mut(packed: &Buffer, width: u32, lane_bytes: usize, referen
     Ok(out)
 }
 
+/// Selected values of a block at or below which [`unpack_filtered`] unpacks each alone instead
+/// of the whole block. From a profile of TPC-H Q6's filtered read (`l_extendedprice`, 64-bit
+/// lanes of about 20 bits): a value unpacked alone cost about a 44th of a whole block.
+const SPARSE_BLOCK_VALUES: usize = 40;
+
 /// Appends to `out` the values of positions `rows` of `packed` (whole blocks of `width`-bit
 /// values in lanes of `lane_bytes`, `reference` added) where `selected` (one bit per position
 /// of `rows`) is set.
 ///
-/// Each block holding a selected position is unpacked into a block-sized buffer that stays in
-/// the CPU's cache and its selected values are copied out; blocks without one are not
-/// unpacked. Unpacking every row to memory and filtering the values afterwards writes and reads
-/// them all twice.
+/// A block with at most [`SPARSE_BLOCK_VALUES`] selected positions has those values unpacked
+/// alone (a filtered read of TPC-H Q6 selects about 19 rows of each block); any other block
+/// holding a selected position is unpacked into a block-sized buffer that stays in the CPU's
+/// cache and its selected values are copied out; blocks without one are not unpacked.
+/// Unpacking every row to memory and filtering the values afterwards writes and reads them all
+/// twice.
 ///
 /// # Errors
 /// As [`unpack_blocks`]; [`crate::Error::Internal`] if `rows` runs past the blocks or
@@ -484,12 +556,27 @@ pub fn unpack_filtered(
                 let end = ((block + 1) * BLOCK).min(rows.end);
                 let bits = selected.slice(position - rows.start, end - position);
                 let count = bits.count_set_bits();
-                if count > 0 {
-                    let lanes = &lanes[block * lanes_per_block..(block + 1) * lanes_per_block];
+                let first = position % BLOCK;
+                let lanes = &lanes[block * lanes_per_block..(block + 1) * lanes_per_block];
+                if count > 0 && count <= SPARSE_BLOCK_VALUES {
+                    // Few values: each unpacked alone from the block's lanes, in one call.
+                    let mut indices = [0usize; SPARSE_BLOCK_VALUES];
+                    for (index, i) in indices.iter_mut().zip(bits.set_indices()) {
+                        *index = first + i;
+                    }
+                    let mut picked = [std::mem::MaybeUninit::<$t>::uninit(); SPARSE_BLOCK_VALUES];
+                    let picked = &mut picked[..count];
+                    // SAFETY: `lanes` holds exactly 1024 × width / T::BITS lanes, `width` is at
+                    // most T::BITS (checked above), the indices are below 1024 (positions of
+                    // one block) and `picked` holds one value per index (`count` of each).
+                    unsafe { <$t>::unchecked_unpack_indices(width as usize, lanes, &indices[..count], picked) };
+                    // SAFETY: `unchecked_unpack_indices` wrote every value.
+                    let values = picked.iter().map(|v| unsafe { v.assume_init() });
+                    out.extend(values.map(|v| v.wrapping_add(reference as $t)));
+                } else if count > 0 {
                     // SAFETY: `lanes` holds exactly 1024 × width / T::BITS lanes and `values`
                     // 1024 values; `width` is at most T::BITS (checked above).
                     unsafe { <$t as FoR>::unchecked_unfor_pack(width as usize, lanes, reference as $t, &mut values) };
-                    let first = position % BLOCK;
                     if count == bits.len() {
                         out.extend_from_slice(&values[first..first + count]);
                     } else {
@@ -550,6 +637,50 @@ mod tests {
                     let got: Vec<bool> = out.finish().iter().collect();
                     let want: Vec<bool> = values[start..end].iter().map(|v| low <= *v && *v <= high).collect();
                     assert_eq!(got, want, "lanes of {lane_bytes}, width {width}, rows {start}..{end}, {low}..={high}");
+                }
+            }
+        }
+    }
+
+    /// Selected values against the values picked one by one: every lane type, widths up to the
+    /// lane's, rows starting and ending inside blocks, and blocks with no selected value, one,
+    /// exactly [`SPARSE_BLOCK_VALUES`], one more, and every value (the sparse and the whole-block
+    /// paths and the boundary between them).
+    #[test]
+    fn filtered_values_are_the_selected_ones() {
+        let mut state = 3u64;
+        let mut next = move || {
+            state = state.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+            state >> 11
+        };
+        for lane_bytes in [1usize, 2, 4, 8] {
+            let lane_bits = lane_bytes as u32 * 8;
+            for width in [1u32, 5, 8, 13, 31, 33, 64].into_iter().filter(|w| *w <= lane_bits) {
+                let largest = if width == 64 { u64::MAX } else { (1u64 << width) - 1 };
+                let values: Vec<u64> = (0..5 * BLOCK as u64).map(|_| next() & largest).collect();
+                let packed = pack(&values, width, lane_bytes).unwrap();
+                let lane_mask = if lane_bits == 64 { u64::MAX } else { (1u64 << lane_bits) - 1 };
+                let reference = next() & lane_mask;
+                for _ in 0..12 {
+                    let start = (next() % (2 * BLOCK as u64)) as usize;
+                    let end = start + (next() % (values.len() - start) as u64) as usize;
+                    // Each block's share of selected rows: none, one, the sparse bound, one past it, all.
+                    let per_block = [0, 1, SPARSE_BLOCK_VALUES, SPARSE_BLOCK_VALUES + 1, BLOCK];
+                    let mut selected = BooleanBufferBuilder::new(end - start);
+                    for row in start..end {
+                        let want = per_block[(row / BLOCK + start) % per_block.len()];
+                        selected.append((next() % BLOCK as u64) < want as u64);
+                    }
+                    let selected = selected.finish();
+                    let mut out = MutableBuffer::new(0);
+                    unpack_filtered(&packed, width, lane_bytes, reference, start..end, &selected, &mut out).unwrap();
+                    let got: Vec<u64> =
+                        out.as_slice().chunks_exact(lane_bytes).map(|v| read_int(v, false) as u64).collect();
+                    let want: Vec<u64> = (start..end)
+                        .filter(|row| selected.value(row - start))
+                        .map(|row| values[row].wrapping_add(reference) & lane_mask)
+                        .collect();
+                    assert_eq!(got, want, "lanes of {lane_bytes}, width {width}, rows {start}..{end}");
                 }
             }
         }
@@ -620,26 +751,47 @@ mod tests {
         }
     }
 
+    /// Every lane width, widened to 16 bytes (references whose sums fit 64 bits, summed in 64,
+    /// and ones that may not, in 128) and to 8 (wrapping in 64 bits).
     #[test]
-    fn values_widened_by_block_equal_their_sums_in_128_bits() {
-        for width in [1, 24, 40, 63, 64] {
-            let mask = if width == 64 { u64::MAX } else { (1u64 << width) - 1 };
-            let values: Vec<u64> = (0..2500u64).map(|i| i.wrapping_mul(0x9E37_79B9_7F4A_7C15) & mask).collect();
-            let packed = pack(&values, width, 8).unwrap();
-            let pieces = [0..3, 5..1500, 1500..1501, 2047..2049, 2400..2500, 2500..2500];
-            // References whose sums fit 64 bits (summed in 64) and ones that may not (in 128).
-            for reference in [0i128, -7, i64::MIN as i128, i64::MAX as i128, i128::MIN + 3, 1 << 100] {
-                let mut out = MutableBuffer::new(0);
-                unpack_widened(&packed, width, reference, pieces.iter().cloned(), &mut out).unwrap();
-                let got: Vec<i128> = out.as_slice().chunks_exact(16).map(|c| read_int(c, true)).collect();
-                let expected: Vec<i128> = pieces
-                    .iter()
-                    .flat_map(|p| values[p.clone()].iter().map(|v| reference.wrapping_add(*v as i128)))
-                    .collect();
-                assert_eq!(got, expected, "width {width} reference {reference}");
+    fn values_widened_by_block_equal_their_sums() {
+        for lane_bytes in [1usize, 2, 4, 8] {
+            for width in [1, 7, 8, 15, 24, 32, 40, 63, 64].into_iter().filter(|w| *w as usize <= lane_bytes * 8) {
+                let mask = if width == 64 { u64::MAX } else { (1u64 << width) - 1 };
+                let values: Vec<u64> = (0..2500u64).map(|i| i.wrapping_mul(0x9E37_79B9_7F4A_7C15) & mask).collect();
+                let packed = pack(&values, width, lane_bytes).unwrap();
+                let pieces = [0..3, 5..1500, 1500..1501, 2047..2049, 2400..2500, 2500..2500];
+                for reference in [0i128, -7, i64::MIN as i128, i64::MAX as i128, i128::MIN + 3, 1 << 100] {
+                    let sixteen = Widening::new(16, width, reference);
+                    let mut out = MutableBuffer::new(0);
+                    unpack_widened(&packed, width, lane_bytes, sixteen, pieces.iter().cloned(), &mut out).unwrap();
+                    let got: Vec<i128> = out.as_slice().chunks_exact(16).map(|c| read_int(c, true)).collect();
+                    let expected: Vec<i128> = pieces
+                        .iter()
+                        .flat_map(|p| values[p.clone()].iter().map(|v| reference.wrapping_add(*v as i128)))
+                        .collect();
+                    assert_eq!(got, expected, "lanes of {lane_bytes}, width {width}, reference {reference}");
+                    let eight = Widening::new(8, width, reference);
+                    let mut out = MutableBuffer::new(0);
+                    unpack_widened(&packed, width, lane_bytes, eight, pieces.iter().cloned(), &mut out).unwrap();
+                    let got: Vec<i128> = out.as_slice().chunks_exact(8).map(|c| read_int(c, true)).collect();
+                    let expected: Vec<i128> = expected.iter().map(|v| *v as i64 as i128).collect();
+                    assert_eq!(
+                        got, expected,
+                        "to 8 bytes: lanes of {lane_bytes}, width {width}, reference {reference}"
+                    );
+                }
+                let widening = Widening::new(16, width, 0);
+                let past = unpack_widened(
+                    &packed,
+                    width,
+                    lane_bytes,
+                    widening,
+                    [2500..3073].into_iter(),
+                    &mut MutableBuffer::new(0),
+                );
+                assert!(matches!(past, Err(crate::Error::Internal(_))), "{past:?}");
             }
-            let past = unpack_widened(&packed, width, 0, [2500..3073].into_iter(), &mut MutableBuffer::new(0));
-            assert!(matches!(past, Err(crate::Error::Internal(_))), "{past:?}");
         }
     }
 }
