@@ -21,8 +21,8 @@ use arrow_buffer::{BooleanBuffer, BooleanBufferBuilder, Buffer, MutableBuffer};
 use super::PageContext;
 use super::binary::aligned;
 use super::integers::{
-    BLOCK, Widening, block_bytes, blocks_for, read_int, shared_block_spans, test_packed, unpack_alone, unpack_blocks,
-    unpack_filtered, unpack_selected, unpack_widened, write_int,
+    BLOCK, Widening, block_bytes, blocks_for, largest_of_width, read_int, shared_block_spans, test_packed,
+    unpack_alone, unpack_blocks, unpack_filtered, unpack_selected, unpack_widened, write_int,
 };
 use crate::encodings::range_test::RangeTest;
 use crate::encodings::{DataBlock, FixedWidthBlock, PageDecoder, PageLoad, PageScheduler, SelectedRows, limits};
@@ -82,7 +82,7 @@ impl Layout {
         if self.value_bytes != 16 {
             return None;
         }
-        let largest = if self.bit_width >= 64 { u64::MAX } else { (1u64 << self.bit_width) - 1 };
+        let largest = largest_of_width(self.bit_width);
         let reference = i64::try_from(self.reference).ok()?;
         reference.checked_add_unsigned(largest)?;
         Some(Layout {
@@ -121,7 +121,7 @@ impl Layout {
             (_, true) => (-(1i128 << (bits - 1)), (1i128 << (bits - 1)) - 1),
             (_, false) => (0, (1i128 << bits) - 1),
         };
-        let largest = if self.bit_width >= 64 { u64::MAX } else { (1u64 << self.bit_width) - 1 };
+        let largest = largest_of_width(self.bit_width);
         let top = reference.checked_add(largest as i128)?;
         if reference < type_min || top > type_max {
             return None;
@@ -470,7 +470,7 @@ mod tests {
         };
         let n = 3000u64;
         for width in [1u32, 4, 8, 9, 16, 17, 32, 33, 64] {
-            let largest = if width == 64 { u64::MAX } else { (1u64 << width) - 1 };
+            let largest = largest_of_width(width);
             let differences: Vec<u64> = (0..n).map(|_| next() & largest).collect();
             for reference in [-12_345i128, 1 << 100] {
                 let want: Vec<i128> = differences.iter().map(|d| reference.wrapping_add(*d as i128)).collect();

@@ -64,6 +64,11 @@ pub fn bits_needed(max: u128) -> u32 {
     128 - max.leading_zeros()
 }
 
+/// The largest value of `width` bits (all of a `u64` from 64 bits on).
+pub fn largest_of_width(width: u32) -> u64 {
+    if width >= 64 { u64::MAX } else { (1u64 << width) - 1 }
+}
+
 /// Bytes of one packed block of `width` bits.
 pub fn block_bytes(width: u32) -> u64 {
     128 * width as u64
@@ -288,7 +293,7 @@ impl Widening {
     /// The widening of `value_bytes`-byte values (8 or 16) stored as `width`-bit differences
     /// from `reference`.
     pub fn new(value_bytes: usize, width: u32, reference: i128) -> Self {
-        let largest = if width >= 64 { u64::MAX } else { (1u64 << width) - 1 };
+        let largest = largest_of_width(width);
         if value_bytes == 8 {
             return Self::To64(reference as i64);
         }
@@ -558,36 +563,43 @@ pub fn unpack_filtered(
                 let count = bits.count_set_bits();
                 let first = position % BLOCK;
                 let lanes = &lanes[block * lanes_per_block..(block + 1) * lanes_per_block];
-                if count > 0 && count <= SPARSE_BLOCK_VALUES {
+                match count {
+                    // No selected value: the block is not unpacked.
+                    0 => {}
                     // Few values: each unpacked alone from the block's lanes, in one call.
-                    let mut indices = [0usize; SPARSE_BLOCK_VALUES];
-                    for (index, i) in indices.iter_mut().zip(bits.set_indices()) {
-                        *index = first + i;
-                    }
-                    let mut picked = [std::mem::MaybeUninit::<$t>::uninit(); SPARSE_BLOCK_VALUES];
-                    let picked = &mut picked[..count];
-                    // SAFETY: `lanes` holds exactly 1024 × width / T::BITS lanes, `width` is at
-                    // most T::BITS (checked above), the indices are below 1024 (positions of
-                    // one block) and `picked` holds one value per index (`count` of each).
-                    unsafe { <$t>::unchecked_unpack_indices(width as usize, lanes, &indices[..count], picked) };
-                    // SAFETY: `unchecked_unpack_indices` wrote every value.
-                    let values = picked.iter().map(|v| unsafe { v.assume_init() });
-                    out.extend(values.map(|v| v.wrapping_add(reference as $t)));
-                } else if count > 0 {
-                    // SAFETY: `lanes` holds exactly 1024 × width / T::BITS lanes and `values`
-                    // 1024 values; `width` is at most T::BITS (checked above).
-                    unsafe { <$t as FoR>::unchecked_unfor_pack(width as usize, lanes, reference as $t, &mut values) };
-                    if count == bits.len() {
-                        out.extend_from_slice(&values[first..first + count]);
-                    } else {
-                        // Compacted in place (the `n`th selected value lies at or after `n`),
-                        // then copied out at once: no capacity check per value.
-                        let mut n = 0;
-                        for i in bits.set_indices() {
-                            values[n] = values[first + i];
-                            n += 1;
+                    1..=SPARSE_BLOCK_VALUES => {
+                        let mut indices = [0usize; SPARSE_BLOCK_VALUES];
+                        for (index, i) in indices.iter_mut().zip(bits.set_indices()) {
+                            *index = first + i;
                         }
-                        out.extend_from_slice(&values[..n]);
+                        let mut picked = [std::mem::MaybeUninit::<$t>::uninit(); SPARSE_BLOCK_VALUES];
+                        let picked = &mut picked[..count];
+                        // SAFETY: `lanes` holds exactly 1024 × width / T::BITS lanes, `width` is at
+                        // most T::BITS (checked above), the indices are below 1024 (positions of
+                        // one block) and `picked` holds one value per index (`count` of each).
+                        unsafe { <$t>::unchecked_unpack_indices(width as usize, lanes, &indices[..count], picked) };
+                        // SAFETY: `unchecked_unpack_indices` wrote every value.
+                        let values = picked.iter().map(|v| unsafe { v.assume_init() });
+                        out.extend(values.map(|v| v.wrapping_add(reference as $t)));
+                    }
+                    _ => {
+                        // SAFETY: `lanes` holds exactly 1024 × width / T::BITS lanes and `values`
+                        // 1024 values; `width` is at most T::BITS (checked above).
+                        unsafe {
+                            <$t as FoR>::unchecked_unfor_pack(width as usize, lanes, reference as $t, &mut values)
+                        };
+                        if count == bits.len() {
+                            out.extend_from_slice(&values[first..first + count]);
+                        } else {
+                            // Compacted in place (the `n`th selected value lies at or after `n`),
+                            // then copied out at once: no capacity check per value.
+                            let mut n = 0;
+                            for i in bits.set_indices() {
+                                values[n] = values[first + i];
+                                n += 1;
+                            }
+                            out.extend_from_slice(&values[..n]);
+                        }
                     }
                 }
                 position = end;
@@ -619,7 +631,7 @@ mod tests {
         };
         for lane_bytes in [1usize, 2, 4, 8] {
             for width in [1u32, 3, 7, 8, 13, 31, 33, 63, 64].into_iter().filter(|w| *w as usize <= lane_bytes * 8) {
-                let largest = if width == 64 { u64::MAX } else { (1u64 << width) - 1 };
+                let largest = largest_of_width(width);
                 let values: Vec<u64> = (0..2500).map(|_| next() & largest).collect();
                 let packed = pack(&values, width, lane_bytes).unwrap();
                 for _ in 0..20 {
@@ -656,10 +668,10 @@ mod tests {
         for lane_bytes in [1usize, 2, 4, 8] {
             let lane_bits = lane_bytes as u32 * 8;
             for width in [1u32, 5, 8, 13, 31, 33, 64].into_iter().filter(|w| *w <= lane_bits) {
-                let largest = if width == 64 { u64::MAX } else { (1u64 << width) - 1 };
+                let largest = largest_of_width(width);
                 let values: Vec<u64> = (0..5 * BLOCK as u64).map(|_| next() & largest).collect();
                 let packed = pack(&values, width, lane_bytes).unwrap();
-                let lane_mask = if lane_bits == 64 { u64::MAX } else { (1u64 << lane_bits) - 1 };
+                let lane_mask = largest_of_width(lane_bits);
                 let reference = next() & lane_mask;
                 for _ in 0..12 {
                     let start = (next() % (2 * BLOCK as u64)) as usize;
@@ -757,7 +769,7 @@ mod tests {
     fn values_widened_by_block_equal_their_sums() {
         for lane_bytes in [1usize, 2, 4, 8] {
             for width in [1, 7, 8, 15, 24, 32, 40, 63, 64].into_iter().filter(|w| *w as usize <= lane_bytes * 8) {
-                let mask = if width == 64 { u64::MAX } else { (1u64 << width) - 1 };
+                let mask = largest_of_width(width);
                 let values: Vec<u64> = (0..2500u64).map(|i| i.wrapping_mul(0x9E37_79B9_7F4A_7C15) & mask).collect();
                 let packed = pack(&values, width, lane_bytes).unwrap();
                 let pieces = [0..3, 5..1500, 1500..1501, 2047..2049, 2400..2500, 2500..2500];
