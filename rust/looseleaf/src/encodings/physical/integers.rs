@@ -517,7 +517,7 @@ pub fn unpack_blocks_mut(packed: &Buffer, width: u32, lane_bytes: usize, referen
 /// Selected values of a block at or below which [`unpack_filtered`] unpacks each alone instead
 /// of the whole block. From a profile of TPC-H Q6's filtered read (`l_extendedprice`, 64-bit
 /// lanes of about 20 bits): a value unpacked alone cost about a 44th of a whole block.
-const SPARSE_BLOCK_VALUES: usize = 40;
+pub const SPARSE_BLOCK_VALUES: usize = 40;
 
 /// Appends to `out` the values of positions `rows` of `packed` (whole blocks of `width`-bit
 /// values in lanes of `lane_bytes`, `reference` added) where `selected` (one bit per position
